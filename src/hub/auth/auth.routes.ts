@@ -1,0 +1,122 @@
+import { z } from 'zod';
+import { AppError, notFound } from '../../shared/errors.js';
+import { verifyPassword } from '../../shared/password.js';
+import { requireUser } from '../access/access.service.js';
+import { id, name, op } from '../http/op.js';
+import { issueUserToken, userOut } from './users.js';
+
+const DAY = 24 * 60 * 60 * 1000;
+
+function tokenOut(t: {
+  id: string;
+  name: string;
+  kind: string;
+  hint: string;
+  created_at: number;
+  expires_at: number | null;
+  last_used_at: number | null;
+}) {
+  return {
+    id: t.id,
+    name: t.name,
+    kind: t.kind,
+    hint: t.hint,
+    created_at: t.created_at,
+    expires_at: t.expires_at,
+    last_used_at: t.last_used_at,
+  };
+}
+
+export const authOps = [
+  op({
+    name: 'auth/whoami',
+    summary: 'The caller: a user (user token) or a daemon (realm token).',
+    input: z.object({}),
+    async handler(ctx) {
+      if (!ctx.actor) throw new AppError('unauthorized', 'authentication required');
+      if (ctx.actor.kind === 'daemon') {
+        const d = ctx.actor.daemon;
+        return { data: { user: null, daemon: { id: d.id, realm_id: d.realm_id, name: d.name } } };
+      }
+      return { data: { user: userOut(ctx.actor.user), daemon: null } };
+    },
+  }),
+  op({
+    name: 'auth/sign_in',
+    summary: 'Exchanges e-mail and password for a session token.',
+    input: z.object({ email: z.string().min(1).max(320), password: z.string().min(1).max(1000) }),
+    async handler(ctx, input) {
+      const user = await ctx.db
+        .selectFrom('users')
+        .selectAll()
+        .where('email', '=', input.email.trim().toLowerCase())
+        .executeTakeFirst();
+      const ok = await verifyPassword(input.password, user?.password_hash ?? null);
+      if (!user || !ok || user.status !== 'active') {
+        throw new AppError('unauthorized', 'invalid e-mail or password');
+      }
+      const expiresAt = ctx.now() + ctx.config.sessionTtlMs;
+      const { token } = await issueUserToken(ctx, user.id, 'session', 'session', expiresAt);
+      return { data: { token, expires_at: expiresAt, user: userOut(user) } };
+    },
+  }),
+  op({
+    name: 'auth/sign_out',
+    summary: 'Revokes the token used for this call.',
+    input: z.object({}),
+    async handler(ctx) {
+      const actor = requireUser(ctx.actor);
+      await ctx.db
+        .updateTable('tokens')
+        .set({ revoked_at: ctx.now() })
+        .where('id', '=', actor.tokenId)
+        .execute();
+      return { data: { revoked: true } };
+    },
+  }),
+  op({
+    name: 'tokens/create',
+    summary: 'Creates a personal access token for the caller; the secret is shown once.',
+    input: z.object({ name, expires_in_days: z.number().int().min(1).max(3650).optional() }),
+    async handler(ctx, input) {
+      const actor = requireUser(ctx.actor);
+      const expiresAt = input.expires_in_days ? ctx.now() + input.expires_in_days * DAY : null;
+      const { token, row } = await issueUserToken(ctx, actor.user.id, 'personal', input.name, expiresAt);
+      return { data: { ...tokenOut(row), token } };
+    },
+  }),
+  op({
+    name: 'tokens/list',
+    summary: "The caller's live tokens (never their secrets).",
+    input: z.object({}),
+    async handler(ctx) {
+      const actor = requireUser(ctx.actor);
+      const rows = await ctx.db
+        .selectFrom('tokens')
+        .selectAll()
+        .where('user_id', '=', actor.user.id)
+        .where('revoked_at', 'is', null)
+        .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', ctx.now())]))
+        .orderBy('id')
+        .execute();
+      return { data: rows.map(tokenOut), next_cursor: null };
+    },
+  }),
+  op({
+    name: 'tokens/revoke',
+    summary: "Revokes one of the caller's tokens.",
+    input: z.object({ id }),
+    async handler(ctx, input) {
+      const actor = requireUser(ctx.actor);
+      const res = await ctx.db
+        .updateTable('tokens')
+        .set({ revoked_at: ctx.now() })
+        .where('id', '=', input.id)
+        .where('user_id', '=', actor.user.id)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) === 0) throw notFound('token');
+      return { data: { id: input.id, revoked: true } };
+    },
+  }),
+];

@@ -1,0 +1,56 @@
+import { AppError } from '../../shared/errors.js';
+import { digestsEqual, hashSecret, tokenKind } from '../../shared/tokens.js';
+import type { Actor } from '../access/actor.js';
+import type { Hub } from '../context.js';
+
+const TOUCH_EVERY_MS = 60_000;
+
+/**
+ * Resolves `Authorization: Bearer …` to an actor. No header: null (anonymous). A header that does
+ * not hold a live token: unauthorized. A token whose checksum fails never reaches the database.
+ */
+export async function authenticate(hub: Hub, header: string | undefined): Promise<Actor | null> {
+  if (header === undefined || header === '') return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!m) throw new AppError('unauthorized', 'Authorization must be "Bearer <token>"');
+  const token = m[1]!;
+  const kind = tokenKind(token);
+  const hash = hashSecret(token);
+  const now = hub.now();
+  if (kind === 'user') {
+    const row = await hub.db
+      .selectFrom('tokens')
+      .innerJoin('users', 'users.id', 'tokens.user_id')
+      .selectAll('users')
+      .select([
+        'tokens.id as token_id',
+        'tokens.token_hash',
+        'tokens.kind as token_kind',
+        'tokens.expires_at',
+        'tokens.last_used_at',
+      ])
+      .where('tokens.token_hash', '=', hash)
+      .where('tokens.revoked_at', 'is', null)
+      .executeTakeFirst();
+    if (row && digestsEqual(row.token_hash, hash) && (row.expires_at === null || row.expires_at > now)) {
+      if (row.last_used_at === null || now - row.last_used_at > TOUCH_EVERY_MS) {
+        await hub.db
+          .updateTable('tokens')
+          .set({ last_used_at: now })
+          .where('id', '=', row.token_id)
+          .execute();
+      }
+      const { token_id, token_hash, token_kind, expires_at, last_used_at, ...user } = row;
+      return { kind: 'user', user, tokenId: token_id, session: token_kind === 'session' };
+    }
+  } else if (kind === 'daemon') {
+    const daemon = await hub.db
+      .selectFrom('daemons')
+      .selectAll()
+      .where('token_hash', '=', hash)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    if (daemon && digestsEqual(daemon.token_hash, hash)) return { kind: 'daemon', daemon };
+  }
+  throw new AppError('unauthorized', kind ? 'token is expired, revoked or unknown' : 'token is malformed');
+}

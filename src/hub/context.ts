@@ -1,0 +1,31 @@
+import type { Kysely } from 'kysely';
+import type { DB, Dialect } from '../db/index.js';
+import type { Clock, IdGen } from '../shared/ids.js';
+import type { Logger } from '../shared/logger.js';
+import type { Mailer } from './orgs/mailer.js';
+
+/** Everything a hub service needs from the outside world, passed in (never imported). */
+export interface Hub {
+  db: Kysely<DB>;
+  dialect: Dialect;
+  log: Logger;
+  now: Clock;
+  newId: IdGen;
+  mailer: Mailer | null;
+  config: HubConfig;
+}
+
+export interface HubConfig {
+  /** Public URL of the hub, used in invitation e-mails. */
+  publicUrl: string;
+  /** Session tokens from auth/sign_in and invites/accept live this long. */
+  sessionTtlMs: number;
+  /** Invitations expire after this long. */
+  inviteTtlMs: number;
+}
+
+export const DEFAULT_HUB_CONFIG: HubConfig = {
+  publicUrl: 'http://127.0.0.1:4800',
+  sessionTtlMs: 12 * 60 * 60 * 1000,
+  inviteTtlMs: 7 * 24 * 60 * 60 * 1000,
+};

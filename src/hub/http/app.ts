@@ -1,0 +1,115 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import { sql } from 'kysely';
+import { z } from 'zod';
+import { AppError } from '../../shared/errors.js';
+import { authenticate } from '../auth/authenticate.js';
+import type { Hub } from '../context.js';
+import { errorBody, statusOf, toAppError } from './errors.js';
+import type { Op } from './op.js';
+
+export const BODY_LIMIT = 10 * 1024 * 1024;
+
+export interface AppOptions {
+  /** Version string shown in the OpenAPI document. */
+  version?: string;
+}
+
+/** Builds the hub's HTTP app: one POST route per operation, plus health, readiness, metrics, OpenAPI. */
+export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: hub.log as FastifyBaseLogger,
+    bodyLimit: BODY_LIMIT,
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+  });
+  const counts = new Map<string, number>();
+
+  // JSON only; an empty body is `{}`, malformed JSON is bad_request.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    if (body === '' || body === undefined) return done(null, {});
+    try {
+      done(null, JSON.parse(body as string));
+    } catch (e) {
+      done(new AppError('bad_request', `request body is not valid JSON: ${(e as Error).message}`), undefined);
+    }
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const { error, unexpected } = toAppError(err);
+    if (unexpected) req.log.error({ err, url: req.url }, 'unexpected error');
+    void reply.status(statusOf(error)).send(errorBody(error));
+  });
+  app.setNotFoundHandler((req, reply) => {
+    void reply
+      .status(404)
+      .send(errorBody(new AppError('not_found', `no operation at ${req.method} ${req.url}`)));
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const key = `${req.routeOptions.url ?? 'unknown'}|${reply.statusCode}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  });
+
+  app.get('/healthz', async () => ({ ok: true }));
+  app.get('/readyz', async (_req, reply) => {
+    try {
+      await sql`select 1`.execute(hub.db);
+      return { ok: true };
+    } catch {
+      return reply
+        .status(503)
+        .send({ ok: false, error: { code: 'unavailable', message: 'storage unreachable' } });
+    }
+  });
+  app.get('/metrics', async (_req, reply) => {
+    const lines = ['# TYPE svc_hub_requests_total counter'];
+    for (const [key, n] of counts) {
+      const [route, status] = key.split('|');
+      lines.push(`svc_hub_requests_total{route="${route}",status="${status}"} ${n}`);
+    }
+    return reply.type('text/plain; version=0.0.4').send(`${lines.join('\n')}\n`);
+  });
+  const openapi = openApiDocument(ops, opts.version ?? '0.1.0');
+  app.get('/openapi.json', async () => openapi);
+
+  for (const o of ops) {
+    app.post(`/v1/${o.name}`, async (req, reply) => {
+      const actor = await authenticate(hub, req.headers.authorization);
+      const parsed = o.input.safeParse(req.body ?? {});
+      if (!parsed.success) throw parsed.error;
+      let status = 200;
+      const out = await o.handler({ ...hub, actor, status: (s) => (status = s) }, parsed.data);
+      return reply.status(status).send({ ok: true, ...out });
+    });
+  }
+  return app;
+}
+
+function openApiDocument(ops: Op[], version: string): Record<string, unknown> {
+  const paths: Record<string, unknown> = {};
+  for (const o of ops) {
+    paths[`/v1/${o.name}`] = {
+      post: {
+        operationId: o.name.replace(/\//g, '_'),
+        summary: o.summary,
+        security: [{ bearer: [] }],
+        requestBody: {
+          required: false,
+          content: {
+            'application/json': { schema: z.toJSONSchema(o.input, { io: 'input', unrepresentable: 'any' }) },
+          },
+        },
+        responses: {
+          '200': { description: 'ok: true and the result' },
+          default: { description: 'an error in one of the two hub error shapes' },
+        },
+      },
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'svc hub API', version },
+    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    paths,
+  };
+}

@@ -1,0 +1,32 @@
+import { z } from 'zod';
+import type { Actor } from '../access/actor.js';
+import type { Hub } from '../context.js';
+
+/**
+ * An operation of the hub API: `POST /v1/<name>`, a zod schema for its body and a handler.
+ * The handler's return value is spread into `{ok: true, ...}`, so it returns `{data}`,
+ * `{removed}`, `{setting}`… exactly as the spec shows for that operation.
+ */
+export interface OpContext extends Hub {
+  actor: Actor | null;
+  /** Sets the HTTP status of a successful reply (default 200). */
+  status(code: number): void;
+}
+
+export interface Op<S extends z.ZodType = z.ZodType> {
+  name: string;
+  summary: string;
+  input: S;
+  handler(ctx: OpContext, input: z.output<S>): Promise<Record<string, unknown>>;
+}
+
+export function op<S extends z.ZodType>(def: Op<S>): Op {
+  return def as unknown as Op;
+}
+
+// Shared field schemas.
+export const id = z.string().min(1, 'must not be empty').max(200);
+export const name = z.string().trim().min(1, 'must not be empty').max(200);
+export const limit = z.number().int().min(1).max(500).default(50);
+export const cursor = z.string().min(1).max(500).optional();
+export const paging = { limit, cursor };

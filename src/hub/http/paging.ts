@@ -1,0 +1,27 @@
+import { AppError } from '../../shared/errors.js';
+
+/**
+ * Cursor paging over time-ordered ids (UUID v7): the cursor is the last id of the previous page,
+ * base64url-encoded so clients treat it as opaque.
+ */
+export function decodeCursor(cursor: string | undefined): string | null {
+  if (cursor === undefined) return null;
+  const v = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!/^[0-9a-f-]{36}$/.test(v)) {
+    throw new AppError('invalid_params', 'cursor: is not a cursor from a previous page', {
+      issues: [{ field: 'cursor', message: 'is not a cursor from a previous page' }],
+    });
+  }
+  return v;
+}
+
+/** Given `limit + 1` rows, the page and the cursor of the next one. */
+export function pageOf<T>(
+  rows: T[],
+  limit: number,
+  idOf: (row: T) => string,
+): { data: T[]; next_cursor: string | null } {
+  if (rows.length <= limit) return { data: rows, next_cursor: null };
+  const data = rows.slice(0, limit);
+  return { data, next_cursor: Buffer.from(idOf(data[data.length - 1]!)).toString('base64url') };
+}

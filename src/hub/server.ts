@@ -1,0 +1,77 @@
+import type { FastifyInstance } from 'fastify';
+import { type Database, migrate, openDatabase } from '../db/index.js';
+import { type Clock, type IdGen, uuidv7 } from '../shared/ids.js';
+import { createLogger, type Logger } from '../shared/logger.js';
+import { bootstrapAdmin } from './auth/users.js';
+import { DEFAULT_HUB_CONFIG, type Hub, type HubConfig } from './context.js';
+import { createHubApp } from './http/app.js';
+import { hubOps } from './ops.js';
+import { createMailer } from './orgs/mailer.js';
+
+export interface StartHubOptions {
+  databaseUrl: string;
+  /** PostgreSQL schema (tests). */
+  schema?: string;
+  poolSize?: number;
+  host?: string;
+  port?: number;
+  adminToken?: string;
+  smtp?: { url: string; from: string } | null;
+  config?: Partial<HubConfig>;
+  log?: Logger;
+  now?: Clock;
+  newId?: IdGen;
+}
+
+export interface RunningHub {
+  hub: Hub;
+  app: FastifyInstance;
+  database: Database;
+  url: string;
+  /** A token printed once when the first start created the site administrator. */
+  bootstrapToken: string | null;
+  close(): Promise<void>;
+}
+
+/** Composes config → database (migrated) → app → listening server. */
+export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
+  const log = opts.log ?? createLogger('hub');
+  const database = await openDatabase({
+    url: opts.databaseUrl,
+    ...(opts.schema ? { schema: opts.schema } : {}),
+    ...(opts.poolSize ? { poolSize: opts.poolSize } : {}),
+  });
+  try {
+    await migrate(database.db);
+    const hub: Hub = {
+      db: database.db,
+      dialect: database.dialect,
+      log,
+      now: opts.now ?? Date.now,
+      newId: opts.newId ?? (() => uuidv7()),
+      mailer: opts.smtp ? createMailer(opts.smtp, log) : null,
+      config: { ...DEFAULT_HUB_CONFIG, ...opts.config },
+    };
+    const bootstrapToken = await bootstrapAdmin(hub, opts.adminToken);
+    const app = createHubApp(hub, hubOps);
+    await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 0 });
+    const addr = app.server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : opts.port;
+    const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;
+    return {
+      hub,
+      app,
+      database,
+      url,
+      bootstrapToken,
+      async close() {
+        await app.close();
+        hub.mailer?.close();
+        await database.close();
+      },
+    };
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
+}

@@ -1,0 +1,69 @@
+import { type RunningHub, type StartHubOptions, startHub } from '../../src/hub/server.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { mintToken } from '../../src/shared/tokens.js';
+import { testDatabase } from './db.js';
+
+export interface Reply {
+  status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: test replies are inspected freely
+  body: any;
+}
+
+export interface TestHub {
+  running: RunningHub;
+  url: string;
+  adminToken: string;
+  /** POST /v1/<op> with a JSON body and an optional bearer token. */
+  call(op: string, body?: unknown, token?: string | null): Promise<Reply>;
+  /** Like call, but fails the test unless the reply is ok, and returns `body`. */
+  // biome-ignore lint/suspicious/noExplicitAny: test replies are inspected freely
+  ok(op: string, body?: unknown, token?: string | null): Promise<any>;
+  close(): Promise<void>;
+}
+
+export async function post(url: string, body: unknown, token?: string | null): Promise<Reply> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
+    body: typeof body === 'string' ? body : JSON.stringify(body ?? {}),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {}
+  return { status: res.status, body: parsed };
+}
+
+/** Starts a hub on a fresh test database with a known admin token. */
+export async function startTestHub(opts: Partial<StartHubOptions> = {}): Promise<TestHub> {
+  const db = testDatabase();
+  const adminToken = mintToken('user');
+  const running = await startHub({
+    databaseUrl: db.url,
+    ...(db.schema ? { schema: db.schema } : {}),
+    adminToken,
+    log: createLogger('hub', process.env.SVC_TEST_LOG ?? 'silent'),
+    ...opts,
+  });
+  const call = (op: string, body?: unknown, token: string | null = adminToken) =>
+    post(`${running.url}/v1/${op}`, body, token);
+  return {
+    running,
+    url: running.url,
+    adminToken,
+    call,
+    async ok(op, body, token) {
+      const r = await call(op, body, token);
+      if (r.body?.ok !== true) throw new Error(`${op} failed: ${r.status} ${JSON.stringify(r.body)}`);
+      return r.body;
+    },
+    async close() {
+      await running.close();
+      await db.cleanup();
+    },
+  };
+}
