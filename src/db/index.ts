@@ -1,14 +1,14 @@
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, type Migration, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
-import { migrations } from './migrations/index.js';
+import { migrations as hubMigrations } from './migrations/index.js';
 import type { DB } from './schema.js';
 
 export type { DB } from './schema.js';
 export type Dialect = 'sqlite' | 'postgres';
 
-export interface Database {
-  db: Kysely<DB>;
+export interface Database<T = DB> {
+  db: Kysely<T>;
   dialect: Dialect;
   close(): Promise<void>;
 }
@@ -30,6 +30,11 @@ export function isPostgresUrl(url: string): boolean {
 }
 
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
+  return openDatabaseOf<DB>(opts);
+}
+
+/** Opens either database for any schema type (the hub's `DB`, or the daemon's own). */
+export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>> {
   if (isPostgresUrl(opts.url)) {
     if (opts.schema) await ensureSchema(opts.url, opts.schema);
     const pool = new pg.Pool({
@@ -44,7 +49,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
             : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
       },
     });
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<T>({ dialect: new PostgresDialect({ pool }) });
     return { db, dialect: 'postgres', close: () => db.destroy() };
   }
   const sqlite = new SQLite(opts.url);
@@ -52,7 +57,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<T>({ dialect: new SqliteDialect({ database: sqlite }) });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
 }
 
@@ -81,8 +86,15 @@ export async function dropSchema(url: string, schema: string): Promise<void> {
   }
 }
 
-/** Applies every pending migration; safe with several processes (Kysely takes a lock). */
-export async function migrate(db: Kysely<DB>): Promise<void> {
+/**
+ * Applies every pending migration (the hub's by default; the daemon passes its own set).
+ * Safe with several processes: Kysely takes a lock.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: works for any schema
+export async function migrate(
+  db: Kysely<any>,
+  migrations: Record<string, Migration> = hubMigrations,
+): Promise<void> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');

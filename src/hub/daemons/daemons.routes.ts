@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import { notFound } from '../../shared/errors.js';
+import { requireRealm, requireUser } from '../access/access.service.js';
+import type { Hub } from '../context.js';
+import { cursor, id, limit, op } from '../http/op.js';
+import { decodeCursor, pageOf } from '../http/paging.js';
+import { daemonOut } from './daemons.repo.js';
+
+async function loadDaemon(hub: Hub, daemonId: string) {
+  const d = await hub.db
+    .selectFrom('daemons')
+    .selectAll()
+    .where('id', '=', daemonId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  if (!d) throw notFound('daemon');
+  return d;
+}
+
+export const daemonOps = [
+  op({
+    name: 'daemons/list',
+    summary: "A realm's daemons with their online status.",
+    input: z.object({ realm_id: id, limit, cursor }),
+    async handler(ctx, input) {
+      const { realm } = await requireRealm(ctx, ctx.actor, input.realm_id, 'runs.view');
+      const after = decodeCursor(input.cursor);
+      let q = ctx.db
+        .selectFrom('daemons')
+        .selectAll()
+        .where('realm_id', '=', realm.id)
+        .where('revoked_at', 'is', null);
+      if (after) q = q.where('id', '>', after);
+      const rows = await q
+        .orderBy('id')
+        .limit(input.limit + 1)
+        .execute();
+      const page = pageOf(rows, input.limit, (r) => r.id);
+      return { data: page.data.map(daemonOut), next_cursor: page.next_cursor };
+    },
+  }),
+  op({
+    name: 'daemons/get',
+    summary: 'A daemon: status online|offline and last_seen_at.',
+    input: z.object({ id }),
+    async handler(ctx, input) {
+      const user = requireUser(ctx.actor);
+      const d = await loadDaemon(ctx, input.id);
+      await requireRealm(ctx, user, d.realm_id, 'runs.view');
+      return { data: daemonOut(d) };
+    },
+  }),
+  op({
+    name: 'daemons/remove',
+    summary: 'Removes a daemon and revokes its realm token.',
+    input: z.object({ id }),
+    async handler(ctx, input) {
+      const user = requireUser(ctx.actor);
+      const d = await loadDaemon(ctx, input.id);
+      await requireRealm(ctx, user, d.realm_id, 'daemons.manage');
+      await ctx.db.transaction().execute(async (trx) => {
+        await trx
+          .updateTable('daemons')
+          .set({ revoked_at: ctx.now(), status: 'offline' })
+          .where('id', '=', d.id)
+          .execute();
+        await trx
+          .deleteFrom('realm_members')
+          .where('member_type', '=', 'daemon')
+          .where('member_id', '=', d.id)
+          .execute();
+      });
+      return { data: { id: d.id, removed: true } };
+    },
+  }),
+];
