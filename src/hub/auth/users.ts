@@ -72,8 +72,7 @@ export async function bootstrapAdmin(hub: Hub, adminToken: string | undefined): 
   ) {
     throw new Error('SVC_ADMIN_TOKEN must be a svc_tok_… token');
   }
-  let admin = await hub.db.selectFrom('users').selectAll().where('handle', '=', 'admin').executeTakeFirst();
-  if (!admin && adminToken === undefined) {
+  if (adminToken === undefined) {
     const anyAdmin = await hub.db
       .selectFrom('users')
       .select('id')
@@ -81,6 +80,7 @@ export async function bootstrapAdmin(hub: Hub, adminToken: string | undefined): 
       .executeTakeFirst();
     if (anyAdmin) return null;
   }
+  let admin = await hub.db.selectFrom('users').selectAll().where('handle', '=', 'admin').executeTakeFirst();
   if (!admin) {
     admin = {
       id: hub.newId(),
