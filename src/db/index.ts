@@ -1,8 +1,9 @@
 import SQLite from 'better-sqlite3';
-import { Kysely, type Migration, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, type Migration, Migrator, PostgresAdapter, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { migrations as hubMigrations } from './migrations/index.js';
 import type { DB } from './schema.js';
+import { FastSqliteDialect } from './sqlite.js';
 
 export type { DB } from './schema.js';
 export type Dialect = 'sqlite' | 'postgres';
@@ -57,7 +58,7 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<T>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<T>({ dialect: new FastSqliteDialect(sqlite) });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
 }
 
@@ -90,12 +91,22 @@ export async function dropSchema(url: string, schema: string): Promise<void> {
  * Applies every pending migration (the hub's by default; the daemon passes its own set).
  * Safe with several processes: Kysely takes a lock.
  */
-// biome-ignore lint/suspicious/noExplicitAny: works for any schema
 export async function migrate(
+  // biome-ignore lint/suspicious/noExplicitAny: works for any schema
   db: Kysely<any>,
   migrations: Record<string, Migration> = hubMigrations,
 ): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  // Kysely looks for its own tables in every schema unless told which one: on PostgreSQL, name the
+  // connection's schema, or a database holding other schemas (one per test file) fools it.
+  const migrationTableSchema =
+    db.getExecutor().adapter instanceof PostgresAdapter
+      ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s
+      : undefined;
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    ...(migrationTableSchema ? { migrationTableSchema } : {}),
+  });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {

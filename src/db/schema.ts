@@ -98,6 +98,8 @@ export interface DaemonsTable {
   last_seen_at: number | null;
   created_at: number;
   revoked_at: number | null;
+  /** The tunnel connection that made it online (optional: older literal rows omit it). */
+  connection_id?: string | null;
 }
 
 export interface SettingsTable {
@@ -117,6 +119,78 @@ export interface EventsTable {
   created_at: number;
 }
 
+/** A command for a daemon, kept until the daemon acknowledges it (the tunnel's durable outbox). */
+export interface CommandOutboxTable {
+  tx_id: string;
+  daemon_id: string;
+  /** Daemon route without /v1/, e.g. `offer_job`. */
+  path: string;
+  /** JSON. */
+  body: string;
+  status: 'pending' | 'acked';
+  ack_status: 'ok' | 'error' | null;
+  /** JSON: the route's `data` (ack ok). */
+  reply: string | null;
+  /** JSON: the daemon's error `{code, message, details?}` (ack error). */
+  error: string | null;
+  created_at: number;
+  /** Delivery order: increases with every command written by a hub process (µs-like, see outbox.repo). */
+  seq: number;
+  last_sent_at: number | null;
+  acked_at: number | null;
+  attempts: number;
+}
+
+/** Work offered to the daemons of a realm; the first `queue/claim` wins. */
+export interface QueueItemsTable {
+  id: string;
+  realm_id: string;
+  kind: string;
+  /** JSON. */
+  payload: string;
+  status: 'offered' | 'claimed';
+  claimed_by: string | null;
+  claimed_at: number | null;
+  created_at: number;
+}
+
+/** The hub's signing keys (JWK JSON), created once and shared by every hub process. */
+export interface HubKeysTable {
+  id: string;
+  alg: string;
+  public_jwk: string;
+  private_jwk: string;
+  created_at: number;
+}
+
+export interface AgentsTable {
+  id: string;
+  org_id: string;
+  name: string;
+  version: string;
+  description: string;
+  agent_type: string;
+  /** The normalized manifest as JSON. */
+  manifest: string;
+  is_system: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface TeamVersionsTable {
+  id: string;
+  /** Stable across versions of one team name in one org. */
+  team_id: string;
+  org_id: string;
+  name: string;
+  version: string;
+  description: string;
+  /** The normalized definition as JSON, with every reference pinned to a version. */
+  definition: string;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface DB {
   users: UsersTable;
   tokens: TokensTable;
@@ -130,4 +204,9 @@ export interface DB {
   daemons: DaemonsTable;
   settings: SettingsTable;
   events: EventsTable;
+  command_outbox: CommandOutboxTable;
+  queue_items: QueueItemsTable;
+  hub_keys: HubKeysTable;
+  agents: AgentsTable;
+  team_versions: TeamVersionsTable;
 }

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB, Dialect } from '../db/index.js';
 import type { Clock, IdGen } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
+import type { Tunnel } from './daemons/tunnel.js';
 import type { Mailer } from './orgs/mailer.js';
 
 /** Everything a hub service needs from the outside world, passed in (never imported). */
@@ -13,6 +14,8 @@ export interface Hub {
   newId: IdGen;
   mailer: Mailer | null;
   config: HubConfig;
+  /** This process's daemon connections, command delivery and dispatch keys (src/hub/daemons/). */
+  tunnel: Tunnel;
 }
 
 export interface HubConfig {
@@ -22,10 +25,22 @@ export interface HubConfig {
   sessionTtlMs: number;
   /** Invitations expire after this long. */
   inviteTtlMs: number;
+  /** Tunnel heartbeat: a WebSocket ping this often; a peer that has not answered by the next one is dropped. */
+  tunnelPingMs: number;
+  /** The outbox scan (safety net) runs this often. */
+  outboxScanMs: number;
+  /** An unacknowledged command is sent again when it was last sent this long ago. */
+  outboxResendMs: number;
+  /** Dispatch tokens live this long (at most 5 minutes). */
+  dispatchTokenTtlMs: number;
 }
 
 export const DEFAULT_HUB_CONFIG: HubConfig = {
   publicUrl: 'http://127.0.0.1:4800',
   sessionTtlMs: 12 * 60 * 60 * 1000,
   inviteTtlMs: 7 * 24 * 60 * 60 * 1000,
+  tunnelPingMs: 15_000,
+  outboxScanMs: 2_000,
+  outboxResendMs: 30_000,
+  dispatchTokenTtlMs: 5 * 60 * 1000,
 };

@@ -1,8 +1,25 @@
 import { authOps } from './auth/auth.routes.js';
+import { agentOps } from './catalog/agents.routes.js';
+import { teamOps } from './catalog/teams.routes.js';
 import { daemonOps } from './daemons/daemons.routes.js';
+import { queueOps } from './daemons/queue.routes.js';
+import { groupOps } from './groups/groups.routes.js';
 import type { Op } from './http/op.js';
+import { meshOps } from './mesh/mesh.routes.js';
 import { orgOps } from './orgs/orgs.routes.js';
 import { realmOps } from './realms/realms.routes.js';
+import { settingOps } from './settings/settings.routes.js';
 
 /** Every hub operation. A feature adds its list here. */
-export const hubOps: Op[] = [...authOps, ...orgOps, ...realmOps, ...daemonOps];
+export const hubOps: Op[] = [
+  ...authOps,
+  ...orgOps,
+  ...realmOps,
+  ...groupOps,
+  ...daemonOps,
+  ...queueOps,
+  ...settingOps,
+  ...meshOps,
+  ...agentOps,
+  ...teamOps,
+];

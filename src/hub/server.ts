@@ -4,6 +4,7 @@ import { type Clock, type IdGen, uuidv7 } from '../shared/ids.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { bootstrapAdmin } from './auth/users.js';
 import { DEFAULT_HUB_CONFIG, type Hub, type HubConfig } from './context.js';
+import { createTunnel } from './daemons/tunnel.js';
 import { createHubApp } from './http/app.js';
 import { hubOps } from './ops.js';
 import { createMailer } from './orgs/mailer.js';
@@ -43,7 +44,7 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
   });
   try {
     await migrate(database.db);
-    const hub: Hub = {
+    const base: Omit<Hub, 'tunnel'> = {
       db: database.db,
       dialect: database.dialect,
       log,
@@ -52,9 +53,17 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
       mailer: opts.smtp ? createMailer(opts.smtp, log) : null,
       config: { ...DEFAULT_HUB_CONFIG, ...opts.config },
     };
+    const hub: Hub = { ...base, tunnel: await createTunnel(base) };
     const bootstrapToken = await bootstrapAdmin(hub, opts.adminToken);
     const app = createHubApp(hub, hubOps);
-    await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 0 });
+    // The daemon tunnel; Fastify's close runs the tunnel's close first (preClose hook).
+    hub.tunnel.attach(app);
+    try {
+      await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 0 });
+    } catch (err) {
+      await app.close();
+      throw err;
+    }
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
     const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;

@@ -1,10 +1,25 @@
 import { randomBytes } from 'node:crypto';
 
-/** A time-ordered UUID (v7): 48 bits of ms timestamp, version, 74 random bits. */
+let lastMs = 0;
+let counter = 0;
+
+/**
+ * A time-ordered UUID (v7, RFC 9562): 48 bits of ms timestamp, then a 12-bit counter (method 1 of
+ * §6.2) so ids made in the same millisecond by this process still sort in creation order, then
+ * 62 random bits.
+ */
 export function uuidv7(now: number = Date.now()): string {
+  if (now > lastMs) {
+    lastMs = now;
+    counter = randomBytes(2).readUInt16BE() & 0x3ff; // leave room to count up
+  } else if (++counter > 0xfff) {
+    lastMs += 1; // counter exhausted: borrow the next millisecond
+    counter = 0;
+  }
   const b = randomBytes(16);
-  b.writeUIntBE(now, 0, 6);
-  b[6] = 0x70 | (b[6]! & 0x0f);
+  b.writeUIntBE(lastMs, 0, 6);
+  b[6] = 0x70 | (counter >> 8);
+  b[7] = counter & 0xff;
   b[8] = 0x80 | (b[8]! & 0x3f);
   const h = b.toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;

@@ -18,6 +18,11 @@ export interface TestHub {
   /** Like call, but fails the test unless the reply is ok, and returns `body`. */
   // biome-ignore lint/suspicious/noExplicitAny: test replies are inspected freely
   ok(op: string, body?: unknown, token?: string | null): Promise<any>;
+  /**
+   * Closes this hub process and starts a new one on the same database (same options and admin
+   * token), as a redeploy would; `running` and `url` then point at the new process.
+   */
+  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -42,16 +47,18 @@ export async function post(url: string, body: unknown, token?: string | null): P
 export async function startTestHub(opts: Partial<StartHubOptions> = {}): Promise<TestHub> {
   const db = testDatabase();
   const adminToken = mintToken('user');
-  const running = await startHub({
-    databaseUrl: db.url,
-    ...(db.schema ? { schema: db.schema } : {}),
-    adminToken,
-    log: createLogger('hub', process.env.SVC_TEST_LOG ?? 'silent'),
-    ...opts,
-  });
+  const start = () =>
+    startHub({
+      databaseUrl: db.url,
+      ...(db.schema ? { schema: db.schema } : {}),
+      adminToken,
+      log: createLogger('hub', process.env.SVC_TEST_LOG ?? 'silent'),
+      ...opts,
+    });
+  const running = await start();
   const call = (op: string, body?: unknown, token: string | null = adminToken) =>
-    post(`${running.url}/v1/${op}`, body, token);
-  return {
+    post(`${h.url}/v1/${op}`, body, token);
+  const h: TestHub = {
     running,
     url: running.url,
     adminToken,
@@ -61,9 +68,15 @@ export async function startTestHub(opts: Partial<StartHubOptions> = {}): Promise
       if (r.body?.ok !== true) throw new Error(`${op} failed: ${r.status} ${JSON.stringify(r.body)}`);
       return r.body;
     },
+    async restart() {
+      await h.running.close();
+      h.running = await start();
+      h.url = h.running.url;
+    },
     async close() {
-      await running.close();
+      await h.running.close();
       await db.cleanup();
     },
   };
+  return h;
 }

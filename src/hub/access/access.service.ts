@@ -1,7 +1,7 @@
 import type { OrgsTable, RealmsTable } from '../../db/schema.js';
 import { AppError, forbidden, notFound } from '../../shared/errors.js';
 import type { Hub } from '../context.js';
-import type { Actor, UserActor } from './actor.js';
+import type { Actor, DaemonActor, UserActor } from './actor.js';
 import {
   effectiveRealmRole,
   type OrgPermission,
@@ -16,6 +16,21 @@ export function requireUser(actor: Actor | null): UserActor {
   if (!actor) throw new AppError('unauthorized', 'authentication required');
   if (actor.kind !== 'user') throw forbidden('a realm token cannot call this operation');
   return actor;
+}
+
+/** A daemon-side call: only a realm token may make it (a user token is forbidden). */
+export function requireDaemon(actor: Actor | null): DaemonActor {
+  if (!actor) throw new AppError('unauthorized', 'authentication required');
+  if (actor.kind !== 'daemon') throw forbidden('only a realm token (svc_dt_…) may call this operation');
+  return actor;
+}
+
+/**
+ * For operations open to anonymous callers that act for a person (sign in, accept an invitation):
+ * a realm token is valid but not allowed (CONTRACT.md §9).
+ */
+export function refuseRealmToken(actor: Actor | null): void {
+  if (actor?.kind === 'daemon') throw forbidden('a realm token cannot call this operation');
 }
 
 export function requireSiteAdmin(actor: Actor | null): UserActor {

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { AppError, notFound } from '../../shared/errors.js';
 import { verifyPassword } from '../../shared/password.js';
-import { requireUser } from '../access/access.service.js';
-import { id, name, op } from '../http/op.js';
+import { refuseRealmToken, requireUser } from '../access/access.service.js';
+import { cursor, id, limit, name, op } from '../http/op.js';
+import { decodeCursor, pageOf } from '../http/paging.js';
 import { issueUserToken, userOut } from './users.js';
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -46,6 +47,7 @@ export const authOps = [
     summary: 'Exchanges e-mail and password for a session token.',
     input: z.object({ email: z.string().min(1).max(320), password: z.string().min(1).max(1000) }),
     async handler(ctx, input) {
+      refuseRealmToken(ctx.actor);
       const user = await ctx.db
         .selectFrom('users')
         .selectAll()
@@ -88,18 +90,23 @@ export const authOps = [
   op({
     name: 'tokens/list',
     summary: "The caller's live tokens (never their secrets).",
-    input: z.object({}),
-    async handler(ctx) {
+    input: z.object({ limit, cursor }),
+    async handler(ctx, input) {
       const actor = requireUser(ctx.actor);
-      const rows = await ctx.db
+      const after = decodeCursor(input.cursor);
+      let q = ctx.db
         .selectFrom('tokens')
         .selectAll()
         .where('user_id', '=', actor.user.id)
         .where('revoked_at', 'is', null)
-        .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', ctx.now())]))
+        .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', ctx.now())]));
+      if (after) q = q.where('id', '>', after);
+      const rows = await q
         .orderBy('id')
+        .limit(input.limit + 1)
         .execute();
-      return { data: rows.map(tokenOut), next_cursor: null };
+      const page = pageOf(rows, input.limit, (r) => r.id);
+      return { data: page.data.map(tokenOut), next_cursor: page.next_cursor };
     },
   }),
   op({

@@ -9,7 +9,10 @@ const TOUCH_EVERY_MS = 60_000;
  * Resolves `Authorization: Bearer …` to an actor. No header: null (anonymous). A header that does
  * not hold a live token: unauthorized. A token whose checksum fails never reaches the database.
  */
-export async function authenticate(hub: Hub, header: string | undefined): Promise<Actor | null> {
+export async function authenticate(
+  hub: Pick<Hub, 'db' | 'now'>,
+  header: string | undefined,
+): Promise<Actor | null> {
   if (header === undefined || header === '') return null;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m) throw new AppError('unauthorized', 'Authorization must be "Bearer <token>"');

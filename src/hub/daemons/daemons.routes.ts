@@ -5,6 +5,7 @@ import type { Hub } from '../context.js';
 import { cursor, id, limit, op } from '../http/op.js';
 import { decodeCursor, pageOf } from '../http/paging.js';
 import { daemonOut } from './daemons.repo.js';
+import { signDispatchToken } from './dispatch.js';
 
 async function loadDaemon(hub: Hub, daemonId: string) {
   const d = await hub.db
@@ -70,7 +71,20 @@ export const daemonOps = [
           .where('member_id', '=', d.id)
           .execute();
       });
+      ctx.tunnel.disconnect(d.id, 'the daemon was removed');
       return { data: { id: d.id, removed: true } };
+    },
+  }),
+  op({
+    name: 'daemons/issue_dispatch_token',
+    summary: 'A short-lived JWT (aud = the daemon id) for calling that daemon from another host.',
+    input: z.object({ daemon_id: id }),
+    async handler(ctx, input) {
+      const user = requireUser(ctx.actor);
+      const d = await loadDaemon(ctx, input.daemon_id);
+      // Realm operator+ (the operator-level permission of CONTRACT.md §3).
+      await requireRealm(ctx, user, d.realm_id, 'teams.install');
+      return { data: await signDispatchToken(ctx, d.id) };
     },
   }),
 ];

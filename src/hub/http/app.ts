@@ -26,10 +26,17 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
 
   // JSON only; an empty body is `{}`, malformed JSON is bad_request.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    if (body === '' || body === undefined) return done(null, {});
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => {
+    let text: string;
     try {
-      done(null, JSON.parse(body as string));
+      text = utf8.decode(body as Buffer);
+    } catch {
+      return done(new AppError('bad_request', 'request body is not valid UTF-8'), undefined);
+    }
+    if (text.trim() === '') return done(null, {});
+    try {
+      done(null, JSON.parse(text));
     } catch (e) {
       done(new AppError('bad_request', `request body is not valid JSON: ${(e as Error).message}`), undefined);
     }

@@ -2,12 +2,13 @@ import { AppError } from '../../shared/errors.js';
 
 /**
  * Cursor paging over time-ordered ids (UUID v7): the cursor is the last id of the previous page,
- * base64url-encoded so clients treat it as opaque.
+ * base64url-encoded so clients treat it as opaque. A list ordered by another unique column (a
+ * setting's key) passes the pattern its values follow.
  */
-export function decodeCursor(cursor: string | undefined): string | null {
+export function decodeCursor(cursor: string | undefined, valid: RegExp = /^[0-9a-f-]{36}$/): string | null {
   if (cursor === undefined) return null;
   const v = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^[0-9a-f-]{36}$/.test(v)) {
+  if (!valid.test(v)) {
     throw new AppError('invalid_params', 'cursor: is not a cursor from a previous page', {
       issues: [{ field: 'cursor', message: 'is not a cursor from a previous page' }],
     });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { conflict, notFound } from '../../shared/errors.js';
-import { requireOrg, requireSiteAdmin, requireUser } from '../access/access.service.js';
+import { refuseRealmToken, requireOrg, requireSiteAdmin, requireUser } from '../access/access.service.js';
+import { aclChanged } from '../daemons/acl.js';
 import { cursor, id, limit, name, op } from '../http/op.js';
 import { decodeCursor, pageOf } from '../http/paging.js';
 import {
@@ -18,7 +19,12 @@ const slug = z
   .min(1, 'must not be empty')
   .max(63)
   .regex(/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/, 'lowercase letters, digits and inner hyphens only');
-const email = z.string().trim().toLowerCase().pipe(z.email('must be an e-mail address'));
+// The HTML5 pattern (what browsers accept) allows single-label domains such as `dev@localhost`.
+const email = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.email({ pattern: z.regexes.html5Email, error: 'must be an e-mail address' }));
 const owner = z.union([
   z.object({ user_id: id }).strict(),
   z.object({ email, display_name: name.optional() }).strict(),
@@ -51,6 +57,7 @@ export const orgOps = [
       display_name: name.optional(),
     }),
     async handler(ctx, input) {
+      refuseRealmToken(ctx.actor);
       return { data: await acceptInvite(ctx, input) };
     },
   }),
@@ -182,6 +189,7 @@ export const orgOps = [
         .where('user_id', '=', input.user_id)
         .executeTakeFirst();
       if (Number(res.numUpdatedRows) === 0) throw notFound('member');
+      await aclChanged(ctx, { orgId: org.id });
       return { data: { org_id: org.id, user_id: input.user_id, role: input.role } };
     },
   }),
@@ -211,6 +219,7 @@ export const orgOps = [
           .where('realm_id', 'in', trx.selectFrom('realms').select('id').where('org_id', '=', org.id))
           .execute();
       });
+      await aclChanged(ctx, { orgId: org.id });
       return { data: { org_id: org.id, user_id: input.user_id, removed: true } };
     },
   }),

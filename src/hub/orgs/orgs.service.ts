@@ -6,6 +6,7 @@ import { hashPassword, verifyPassword } from '../../shared/password.js';
 import { hashSecret, mintToken, tokenKind } from '../../shared/tokens.js';
 import { freeHandle, issueUserToken, userOut } from '../auth/users.js';
 import type { Hub } from '../context.js';
+import { aclChanged } from '../daemons/acl.js';
 import { recordEvent } from '../events/events.js';
 import { insertRealm, upsertRealmMember } from '../realms/realms.repo.js';
 
@@ -280,7 +281,7 @@ export async function acceptInvite(
 
   const now = hub.now();
   const expiresAt = now + hub.config.sessionTtlMs;
-  return hub.db.transaction().execute(async (trx) => {
+  const accepted = await hub.db.transaction().execute(async (trx) => {
     // The status check in the WHERE makes acceptance single-use under concurrency.
     const res = await trx
       .updateTable('invites')
@@ -332,4 +333,6 @@ export async function acceptInvite(
       .executeTakeFirstOrThrow();
     return { token, expires_at: expiresAt, user: userOut(fresh) };
   });
+  await aclChanged(hub, { orgId: org.id });
+  return accepted;
 }

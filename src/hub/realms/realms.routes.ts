@@ -6,6 +6,7 @@ import { hashSecret, mintToken, tokenHint } from '../../shared/tokens.js';
 import { requireOrg, requireRealm, requireUser } from '../access/access.service.js';
 import { REALM_ROLES } from '../access/permissions.js';
 import type { Hub } from '../context.js';
+import { aclChanged } from '../daemons/acl.js';
 import { daemonOut } from '../daemons/daemons.repo.js';
 import { cursor, id, limit, name, op } from '../http/op.js';
 import { decodeCursor, pageOf } from '../http/paging.js';
@@ -151,7 +152,13 @@ export const realmOps = [
       if (!realm) throw notFound('realm');
       await requireOrg(ctx, user, realm.org_id, 'realms.manage');
       if (realm.name === 'default') throw conflict('the default realm cannot be removed');
+      const daemons = await ctx.db
+        .selectFrom('daemons')
+        .select('id')
+        .where('realm_id', '=', realm.id)
+        .execute();
       await ctx.db.deleteFrom('realms').where('id', '=', realm.id).execute();
+      for (const d of daemons) ctx.tunnel.disconnect(d.id, 'the realm was removed');
       return { data: { id: realm.id, removed: true } };
     },
   }),
@@ -175,6 +182,7 @@ export const realmOps = [
         if (isUniqueViolation(err)) throw conflict('already a member; use realms/set_member_role');
         throw err;
       }
+      await aclChanged(ctx, { realmId: realm.id });
       ctx.status(201);
       return { data: row };
     },
@@ -197,6 +205,7 @@ export const realmOps = [
         await guardLastAdmin(ctx, realm.id, input.member_type, input.member_id);
       }
       await upsertRealmMember(ctx.db, { ...row, role: input.role });
+      await aclChanged(ctx, { realmId: realm.id });
       return { data: { ...row, role: input.role } };
     },
   }),
@@ -221,23 +230,26 @@ export const realmOps = [
         .where('member_type', '=', input.member_type)
         .where('member_id', '=', input.member_id)
         .execute();
+      await aclChanged(ctx, { realmId: realm.id });
       return {};
     },
   }),
   op({
     name: 'realms/list_members',
     summary: 'Members of a realm.',
-    input: z.object({ realm_id: id }),
+    input: z.object({ realm_id: id, limit, cursor }),
     async handler(ctx, input) {
       const { realm } = await requireRealm(ctx, ctx.actor, input.realm_id, 'runs.view');
-      const rows = await ctx.db
-        .selectFrom('realm_members')
-        .selectAll()
-        .where('realm_id', '=', realm.id)
-        .orderBy('created_at')
+      const after = decodeCursor(input.cursor);
+      // Member ids (users, groups, daemons) are time-ordered UUIDs, unique across member types.
+      let q = ctx.db.selectFrom('realm_members').selectAll().where('realm_id', '=', realm.id);
+      if (after) q = q.where('member_id', '>', after);
+      const rows = await q
         .orderBy('member_id')
+        .limit(input.limit + 1)
         .execute();
-      return { data: rows, next_cursor: null };
+      const page = pageOf(rows, input.limit, (r) => r.member_id);
+      return { data: page.data, next_cursor: page.next_cursor };
     },
   }),
   op({

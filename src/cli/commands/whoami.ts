@@ -1,0 +1,39 @@
+import { defineCommand, session } from '../command.js';
+import { formatRecord } from '../output.js';
+
+export interface UserOut {
+  id: string;
+  handle: string;
+  email: string;
+  display_name: string;
+  status: string;
+  is_site_admin: boolean;
+}
+
+export interface WhoamiReply {
+  data: { user: UserOut | null; daemon: { id: string; realm_id: string; name: string } | null };
+}
+
+export default defineCommand({
+  summary: 'Show who the current token belongs to',
+  register(cmd, ctx) {
+    cmd.action(async (_opts, c) => {
+      const s = session(ctx, c);
+      const reply = await s.client.call<WhoamiReply>('auth/whoami');
+      s.print(reply, () => {
+        const { user, daemon } = reply.data;
+        const hub: [string, unknown] = ['hub', s.client.url];
+        if (daemon)
+          return formatRecord([['daemon', daemon.name], ['id', daemon.id], ['realm', daemon.realm_id], hub]);
+        return formatRecord([
+          ['user', user?.handle],
+          ['email', user?.email],
+          ['name', user?.display_name],
+          ['id', user?.id],
+          ['site admin', user?.is_site_admin],
+          hub,
+        ]);
+      });
+    });
+  },
+});

@@ -1,0 +1,46 @@
+import type { Generated } from 'kysely';
+
+/**
+ * The daemon's own SQLite tables (`$SVC_DAEMON_HOME/daemon.db`). Times are integer ms, JSON is text.
+ */
+export interface StateTable {
+  /** `daemon_id`, `realm_id`, `dispatch_key` (JWK as JSON), `hub_url`. */
+  key: string;
+  value: string;
+  updated_at: number;
+}
+
+/** The first reply to each hub command id, so a repeated `tx_id` is answered without running again. */
+export interface TxRepliesTable {
+  tx_id: string;
+  path: string;
+  status: 'ok' | 'error';
+  /** JSON: the route's `data` when ok, the error body `{code, message, details?}` otherwise. */
+  reply: string;
+  created_at: number;
+}
+
+/** Durable per-review queue of messages delivered by the hub, read by `hug/poll_verdict`. */
+export interface HugMessagesTable {
+  /** Autoincrement: the delivery order, so "oldest first" never depends on clock resolution. */
+  id: Generated<number>;
+  review_id: string;
+  type: string;
+  role: string;
+  payload: string;
+  created_at: number;
+}
+
+/** Tokens minted by `tokens/create` for remote callers while the daemon is unconnected. */
+export interface LocalTokensTable {
+  hash: string;
+  expires_at: number;
+  created_at: number;
+}
+
+export interface DaemonDB {
+  state: StateTable;
+  tx_replies: TxRepliesTable;
+  hug_messages: HugMessagesTable;
+  local_tokens: LocalTokensTable;
+}

@@ -1,0 +1,129 @@
+/**
+ * The daemon's HTTP calls to the hub (`POST {hub}/v1/<op>`). Tries the hub the tunnel is connected
+ * to first, then the other configured hubs, moving on only when a hub cannot be reached.
+ */
+
+/** The hub could not be reached at any configured URL. */
+export class HubUnreachableError extends Error {
+  override name = 'HubUnreachableError';
+}
+
+/** The hub answered with an error reply. */
+export class HubRefusedError extends Error {
+  override name = 'HubRefusedError';
+  constructor(
+    readonly status: number,
+    /** The hub's error code (either hub error shape), or null when the body had none. */
+    readonly hubCode: string | null,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface HubApiOptions {
+  /** Hub base URLs in preference order (evaluated per call). */
+  urls(): string[];
+  /** The realm token (`svc_dt_…`), or null when none is configured. */
+  realmToken: string | null;
+  fetch?: typeof fetch;
+  timeoutMs?: number;
+}
+
+export interface HubApi {
+  /** Whether a hub URL and a realm token are configured. */
+  readonly hasCredentials: boolean;
+  /** `queue/claim` with the realm token; `claimed: false` when another daemon won. */
+  claim(queueItemId: string, daemonId: string): Promise<{ claimed: boolean }>;
+  /** `auth/whoami` with a caller's `svc_tok_`: the user id, or null when the hub refuses the token. */
+  whoami(userToken: string): Promise<{ userId: string } | null>;
+}
+
+const CLAIM_ATTEMPTS = 3;
+
+interface HubReply {
+  status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: hub replies are checked field by field
+  body: any;
+}
+
+export function createHubApi(opts: HubApiOptions): HubApi {
+  const doFetch = opts.fetch ?? fetch;
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+
+  async function post(op: string, body: unknown, token: string): Promise<HubReply> {
+    const urls = opts.urls();
+    if (urls.length === 0) throw new HubUnreachableError('no hub URL configured');
+    let last: unknown;
+    for (const base of urls) {
+      let res: Response;
+      try {
+        res = await doFetch(`${base}/v1/${op}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+      } catch (err) {
+        last = err;
+        continue;
+      }
+      const text = await res.text();
+      let parsed: unknown = null;
+      try {
+        parsed = JSON.parse(text);
+      } catch {}
+      return { status: res.status, body: parsed };
+    }
+    const cause = (last as { cause?: { code?: string; message?: string } } | undefined)?.cause;
+    const why = [(last as Error | undefined)?.message, cause?.code ?? cause?.message]
+      .filter(Boolean)
+      .join(': ');
+    throw new HubUnreachableError(`hub unreachable: ${why || 'unknown error'}`);
+  }
+
+  const refused = (r: HubReply) => {
+    const code =
+      typeof r.body?.error?.code === 'string'
+        ? r.body.error.code
+        : typeof r.body?.code === 'string'
+          ? r.body.code
+          : null;
+    const message =
+      typeof r.body?.error?.message === 'string'
+        ? r.body.error.message
+        : typeof r.body?.error === 'string'
+          ? r.body.error
+          : `hub answered HTTP ${r.status}`;
+    return new HubRefusedError(r.status, code, message);
+  };
+
+  return {
+    hasCredentials: opts.realmToken !== null && opts.urls().length > 0,
+    async claim(queueItemId, daemonId) {
+      if (!opts.realmToken) throw new HubRefusedError(0, null, 'no realm token');
+      const body = { queue_item_id: queueItemId, daemon_id: daemonId };
+      // A claim is idempotent on the hub (the holder gets claimed: true again), so a claim whose
+      // answer was lost (timeout, reset) is retried rather than reported as failed.
+      let r: HubReply | null = null;
+      for (let attempt = 1; r === null; attempt++) {
+        try {
+          r = await post('queue/claim', body, opts.realmToken);
+        } catch (err) {
+          if (!(err instanceof HubUnreachableError) || attempt >= CLAIM_ATTEMPTS) throw err;
+        }
+      }
+      if (r.body?.ok !== true) throw refused(r);
+      return { claimed: r.body.data?.claimed === true };
+    },
+    async whoami(userToken) {
+      const r = await post('auth/whoami', {}, userToken);
+      if (r.body?.ok === true) {
+        const id = r.body.data?.user?.id;
+        return typeof id === 'string' ? { userId: id } : null;
+      }
+      if (r.status === 401 || r.status === 403) return null;
+      throw refused(r);
+    },
+  };
+}

@@ -1,0 +1,282 @@
+import { EventEmitter } from 'node:events';
+import WebSocket from 'ws';
+import type { Clock } from '../shared/ids.js';
+import type { Logger } from '../shared/logger.js';
+import { type AckFrame, type AclEntry, type CommandFrame, HubFrame } from '../shared/protocol.js';
+import { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF } from './backoff.js';
+import { DaemonError } from './errors.js';
+import type { DaemonIdentity } from './identity.js';
+import type { Router } from './router.js';
+
+/** Opens a WebSocket; tests and embedders may swap it (proxies, custom TLS). */
+export type WebSocketFactory = (url: string, headers: Record<string, string>) => WebSocket;
+
+export const defaultWebSocketFactory: WebSocketFactory = (url, headers) =>
+  new WebSocket(url, { headers, handshakeTimeout: 10_000 });
+
+export interface HubLinkOptions {
+  /** Hub base URLs (`http(s)://…`): connect to one, fail over to the next. */
+  urls: string[];
+  realmToken: string;
+  identity: DaemonIdentity;
+  router: Router;
+  log: Logger;
+  now: Clock;
+  createWebSocket?: WebSocketFactory;
+  backoff?: Partial<BackoffOptions>;
+  random?: () => number;
+  /** Interval of the daemon's own pings; a hub that misses one is dropped (default 15 s). */
+  heartbeatMs?: number;
+  /** Commands run at once; the rest wait their turn (default 8). */
+  maxConcurrentCommands?: number;
+}
+
+export interface HubLinkEvents {
+  /** The hub's `hello` was applied: the daemon has its id, the dispatch key and the ACL. */
+  connected: [{ url: string; daemonId: string; realmId: string }];
+  /** A session (one that got `hello`) ended. */
+  disconnected: [{ url: string; code: number; reason: string }];
+  /** A connection attempt failed before `hello`. */
+  'connect-failed': [{ url: string; error: string }];
+  /** An `ack` was sent for a command. */
+  'command-acked': [{ tx_id: string; path: string; status: 'ok' | 'error'; replayed: boolean }];
+  acl: [AclEntry[]];
+}
+
+/** `http://h:1/base` → `ws://h:1/base/v1/daemons/connect`. */
+export function tunnelUrl(hubUrl: string): string {
+  return `${hubUrl.replace(/^http/, 'ws').replace(/\/+$/, '')}/v1/daemons/connect`;
+}
+
+/**
+ * The daemon's end of the hub tunnel. Keeps one WebSocket to a hub, applies `hello` and `acl`
+ * frames, runs `command` frames through the router (tx_id dedup included) and acks each one.
+ * Reconnects with exponential backoff and full jitter, moving to the next hub URL after a failed
+ * attempt.
+ */
+export class HubLink extends EventEmitter<HubLinkEvents> {
+  private ws: WebSocket | null = null;
+  private index = 0;
+  private attempt = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private heartbeat: NodeJS.Timeout | null = null;
+  private stopping = false;
+  /** Whether the hub answered the last heartbeat ping. */
+  private alive = true;
+  private session: { url: string; ws: WebSocket } | null = null;
+  private readonly inFlight = new Set<Promise<void>>();
+  /** Commands waiting for a free slot (see maxConcurrentCommands). */
+  private readonly queue: { ws: WebSocket; frame: CommandFrame }[] = [];
+  private running = 0;
+  private readonly backoff: BackoffOptions;
+  private readonly factory: WebSocketFactory;
+
+  constructor(private readonly opts: HubLinkOptions) {
+    super();
+    if (opts.urls.length === 0) throw new Error('HubLink needs at least one hub URL');
+    this.backoff = { ...DEFAULT_BACKOFF, ...opts.backoff };
+    this.factory = opts.createWebSocket ?? defaultWebSocketFactory;
+  }
+
+  /** Whether a session with `hello` is open now. */
+  get connected(): boolean {
+    return this.session !== null;
+  }
+
+  /** The hub URL of the open session (or of the current attempt). */
+  get currentUrl(): string {
+    return this.session?.url ?? this.opts.urls[this.index % this.opts.urls.length]!;
+  }
+
+  start(): void {
+    this.connect();
+  }
+
+  /** Closes the tunnel cleanly, stops reconnecting and waits for commands being run. */
+  async close(): Promise<void> {
+    this.stopping = true;
+    this.queue.length = 0;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.stopHeartbeat();
+    const ws = this.ws;
+    if (ws && ws.readyState !== WebSocket.CLOSED) {
+      const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
+      if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
+      else ws.close(1000, 'daemon shutting down');
+      const force = setTimeout(() => ws.terminate(), 2000);
+      await closed;
+      clearTimeout(force);
+    }
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  private connect(): void {
+    if (this.stopping) return;
+    const url = this.opts.urls[this.index % this.opts.urls.length]!;
+    const log = this.opts.log;
+    let ws: WebSocket;
+    try {
+      ws = this.factory(tunnelUrl(url), { authorization: `Bearer ${this.opts.realmToken}` });
+    } catch (err) {
+      this.failed(url, (err as Error).message);
+      return;
+    }
+    this.ws = ws;
+    let lastError = 'connection closed';
+    // Frames are handled in order: a command never runs before the `hello` before it is applied.
+    let chain = Promise.resolve();
+
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) return;
+      const text = data.toString();
+      chain = chain
+        .then(() => this.onFrame(ws, url, text))
+        .catch((err) => log.error({ err }, 'hub frame failed'));
+    });
+    ws.on('pong', () => {
+      if (this.session?.ws === ws) this.alive = true;
+    });
+    ws.on('error', (err) => {
+      lastError = err.message;
+      log.warn({ url, err: err.message }, 'hub tunnel error');
+    });
+    ws.on('close', (code, reason) => {
+      if (this.ws === ws) this.ws = null;
+      const hadSession = this.session?.ws === ws;
+      if (hadSession) {
+        this.session = null;
+        this.stopHeartbeat();
+        log.info({ url, code }, 'hub tunnel closed');
+        this.emit('disconnected', { url, code, reason: reason.toString() });
+        // A session that worked: retry the same hub first, from the smallest delay.
+        this.attempt = 0;
+        this.schedule();
+      } else {
+        this.failed(url, lastError);
+      }
+    });
+  }
+
+  private failed(url: string, error: string): void {
+    this.opts.log.warn({ url, error }, 'could not connect to the hub');
+    this.emit('connect-failed', { url, error });
+    this.index = (this.index + 1) % this.opts.urls.length;
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.stopping) return;
+    const delay = backoffDelay(this.attempt++, this.backoff, this.opts.random);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.connect();
+    }, delay);
+  }
+
+  private async onFrame(ws: WebSocket, url: string, text: string): Promise<void> {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      this.opts.log.warn({ url }, 'hub sent a frame that is not JSON');
+      return;
+    }
+    const parsed = HubFrame.safeParse(raw);
+    if (!parsed.success) {
+      const txId = (raw as { tx_id?: unknown } | null)?.tx_id;
+      this.opts.log.warn({ url, issues: parsed.error.issues }, 'hub sent an invalid frame');
+      if (typeof txId === 'string' && txId.length > 0) {
+        const error = new DaemonError('BAD_REQUEST', 'invalid command frame').toBody();
+        this.send(ws, { type: 'ack', tx_id: txId, status: 'error', error });
+      }
+      return;
+    }
+    const frame = parsed.data;
+    if (frame.type === 'hello') {
+      await this.opts.identity.applyHello(frame, url, this.opts.now());
+      // The socket may have closed while the hello was being saved; its close already rescheduled.
+      if (ws.readyState !== WebSocket.OPEN || this.stopping) return;
+      this.session = { url, ws };
+      this.attempt = 0;
+      this.startHeartbeat(ws);
+      this.opts.log.info({ url, daemon_id: frame.daemon_id }, 'connected to the hub');
+      this.emit('connected', { url, daemonId: frame.daemon_id, realmId: frame.realm_id });
+    } else if (frame.type === 'acl') {
+      this.opts.identity.setAcl(frame.acl);
+      this.emit('acl', frame.acl);
+    } else {
+      this.queue.push({ ws, frame });
+      this.pump();
+    }
+  }
+
+  /**
+   * Commands run concurrently (a claim waits on the hub), a bounded number at a time so a burst of
+   * offers does not pile up hundreds of claims and queries at once. Each is acked when done.
+   */
+  private pump(): void {
+    const max = this.opts.maxConcurrentCommands ?? 8;
+    if (this.stopping) this.queue.length = 0;
+    while (this.running < max && this.queue.length > 0) {
+      const { ws, frame } = this.queue.shift()!;
+      // Its connection is gone: the hub sends it again on the next one.
+      if (ws.readyState !== WebSocket.OPEN) continue;
+      this.running++;
+      const p = this.runCommand(ws, frame).finally(() => {
+        this.running--;
+        this.inFlight.delete(p);
+        this.pump();
+      });
+      this.inFlight.add(p);
+    }
+  }
+
+  private async runCommand(ws: WebSocket, frame: CommandFrame): Promise<void> {
+    try {
+      const { reply, replayed } = await this.opts.router.dispatch(
+        frame.path,
+        frame.body,
+        { kind: 'hub' },
+        {
+          txId: frame.tx_id,
+        },
+      );
+      const ack: AckFrame = reply.ok
+        ? { type: 'ack', tx_id: frame.tx_id, status: 'ok', reply: reply.data }
+        : { type: 'ack', tx_id: frame.tx_id, status: 'error', error: reply.error.toBody() };
+      if (this.send(ws, ack)) {
+        this.emit('command-acked', { tx_id: frame.tx_id, path: frame.path, status: ack.status, replayed });
+      }
+    } catch (err) {
+      // Not acked: the hub redelivers the command after a reconnect.
+      this.opts.log.error({ err, tx_id: frame.tx_id }, 'command failed before it could be acked');
+    }
+  }
+
+  private send(ws: WebSocket, frame: AckFrame): boolean {
+    if (ws.readyState !== WebSocket.OPEN) return false;
+    ws.send(JSON.stringify(frame));
+    return true;
+  }
+
+  private startHeartbeat(ws: WebSocket): void {
+    this.stopHeartbeat();
+    this.alive = true;
+    this.heartbeat = setInterval(() => {
+      if (!this.alive) {
+        this.opts.log.warn('hub missed a heartbeat; reconnecting');
+        ws.terminate();
+        return;
+      }
+      this.alive = false;
+      ws.ping();
+    }, this.opts.heartbeatMs ?? 15_000);
+    this.heartbeat.unref();
+  }
+
+  private stopHeartbeat(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+  }
+}

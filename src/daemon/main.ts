@@ -1,0 +1,159 @@
+import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Clock } from '../shared/ids.js';
+import { createLogger, type Logger } from '../shared/logger.js';
+import type { BackoffOptions } from './backoff.js';
+import { type DaemonConfig, hubConfigured } from './config.js';
+import { createCredentialChecker } from './credentials.js';
+import { openDaemonDatabase } from './db/open.js';
+import type { DaemonDB } from './db/schema.js';
+import { createHubApi } from './hub-api.js';
+import { HubLink, type WebSocketFactory } from './hub-link.js';
+import { DaemonIdentity } from './identity.js';
+import {
+  type Caller,
+  createRouter,
+  type DaemonContext,
+  type DispatchResult,
+  type Route,
+  type Router,
+} from './router.js';
+import { daemonRoutes } from './routes.js';
+import { createDaemonApp } from './server.js';
+import { pruneTxReplies } from './tx-replies.repo.js';
+
+const WEEK = 7 * 24 * 60 * 60 * 1000;
+
+export interface StartDaemonOptions {
+  /** From `validateDaemonConfig(env)`; `home` is required, the rest has the documented defaults. */
+  config: Partial<DaemonConfig> & { home: string };
+  log?: Logger;
+  now?: Clock;
+  /** Opens the tunnel's WebSocket (default: `ws` with the realm token header). */
+  createWebSocket?: WebSocketFactory;
+  /** Used for the daemon's HTTP calls to the hub (queue/claim, auth/whoami). */
+  fetch?: typeof fetch;
+  /** Reconnect backoff (default base 500 ms, cap 30 s, full jitter). */
+  backoff?: Partial<BackoffOptions>;
+  random?: () => number;
+  heartbeatMs?: number;
+  /** How long the hub's answer about a `svc_tok_` is cached (default 30 s). */
+  whoamiTtlMs?: number;
+  /** The route table (default: every daemon route). */
+  routes?: readonly Route[];
+  /** Stored tx_id replies older than this are pruned at start (default 7 days). */
+  txRetentionMs?: number;
+}
+
+export interface RunningDaemon {
+  /** `http://host:port` of the local API. */
+  url: string;
+  port: number;
+  config: DaemonConfig;
+  app: FastifyInstance;
+  db: Kysely<DaemonDB>;
+  identity: DaemonIdentity;
+  router: Router;
+  /** The hub tunnel; null when no hub URL and realm token are configured. */
+  link: HubLink | null;
+  /** The id the hub gave this daemon (persisted), or null. */
+  daemonId(): string | null;
+  /** Connected mode: a hub is configured and its dispatch key is known. */
+  connected(): boolean;
+  /** Runs a route as the given caller (default: local), exactly as HTTP and hub commands do. */
+  dispatch(path: string, body: unknown, caller?: Caller): Promise<DispatchResult>;
+  /** Closes the tunnel, the HTTP server and the database, in that order. */
+  close(): Promise<void>;
+}
+
+export const DEFAULT_DAEMON_CONFIG: Omit<DaemonConfig, 'home'> = {
+  host: '127.0.0.1',
+  port: 4900,
+  hubUrls: [],
+  realmToken: null,
+};
+
+/** Composes config → database → router → HTTP server → hub link. Only the CLI exits the process. */
+export async function startDaemon(opts: StartDaemonOptions): Promise<RunningDaemon> {
+  const config: DaemonConfig = { ...DEFAULT_DAEMON_CONFIG, ...opts.config };
+  const log = opts.log ?? createLogger('daemon');
+  const now = opts.now ?? Date.now;
+  const database = await openDaemonDatabase(config.home);
+  let app: FastifyInstance | null = null;
+  try {
+    const db = database.db;
+    await pruneTxReplies(db, now() - (opts.txRetentionMs ?? WEEK));
+    const identity = await DaemonIdentity.load(db);
+    const withHub = hubConfigured(config);
+    let link: HubLink | null = null;
+    const hub = createHubApi({
+      urls: () => {
+        const current = link?.currentUrl;
+        return current ? [current, ...config.hubUrls.filter((u) => u !== current)] : config.hubUrls;
+      },
+      realmToken: config.realmToken,
+      ...(opts.fetch ? { fetch: opts.fetch } : {}),
+    });
+    const ctx: DaemonContext = { db, config, identity, hub, log, now };
+    const router = createRouter(ctx, opts.routes ?? daemonRoutes);
+    const connected = () => withHub && identity.dispatchKey !== null;
+    const checkCredential = createCredentialChecker({
+      db,
+      identity,
+      hub,
+      now,
+      log,
+      ...(opts.whoamiTtlMs !== undefined ? { whoamiTtlMs: opts.whoamiTtlMs } : {}),
+    });
+    app = createDaemonApp({ ctx, router, checkCredential, connected, log });
+    await app.listen({ host: config.host, port: config.port });
+    const addr = app.server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : config.port;
+    const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+
+    if (withHub) {
+      link = new HubLink({
+        urls: config.hubUrls,
+        realmToken: config.realmToken!,
+        identity,
+        router,
+        log,
+        now,
+        ...(opts.createWebSocket ? { createWebSocket: opts.createWebSocket } : {}),
+        ...(opts.backoff ? { backoff: opts.backoff } : {}),
+        ...(opts.random ? { random: opts.random } : {}),
+        ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}),
+      });
+      link.start();
+    }
+    log.info({ url, hub: withHub ? config.hubUrls : null }, 'daemon listening');
+
+    const server = app;
+    let closing: Promise<void> | null = null;
+    return {
+      url,
+      port,
+      config,
+      app: server,
+      db,
+      identity,
+      router,
+      link,
+      daemonId: () => identity.daemonId,
+      connected,
+      dispatch: (path, body, caller = { kind: 'local' }) => router.dispatch(path, body, caller),
+      close() {
+        closing ??= (async () => {
+          await link?.close();
+          await server.close();
+          await database.close();
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    await app?.close();
+    await database.close();
+    throw err;
+  }
+}

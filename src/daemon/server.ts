@@ -1,0 +1,119 @@
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
+import { sql } from 'kysely';
+import type { Logger } from '../shared/logger.js';
+import type { CredentialChecker } from './credentials.js';
+import { DaemonError } from './errors.js';
+import { checkAccess, isLoopbackAddress } from './guard.js';
+import { daemonOpenApi } from './openapi.js';
+import type { Caller, DaemonContext, Router } from './router.js';
+
+export const DAEMON_BODY_LIMIT = 10 * 1024 * 1024;
+
+export interface DaemonAppDeps {
+  ctx: DaemonContext;
+  router: Router;
+  checkCredential: CredentialChecker;
+  /** Whether the daemon is in connected mode (has a dispatch key from its hub). */
+  connected(): boolean;
+  log: Logger;
+}
+
+const send = (err: DaemonError) => ({ ok: false, error: err.toBody() });
+
+/** Maps anything thrown in the HTTP layer to a DaemonError; unknown faults become INTERNAL_ERROR. */
+function toDaemonError(err: unknown, log: Logger): DaemonError {
+  if (err instanceof DaemonError) return err;
+  const fe = err as Partial<FastifyError>;
+  if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return new DaemonError('BAD_REQUEST', 'request body is larger than 10 MB');
+  }
+  if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return new DaemonError('BAD_REQUEST', 'request body must be JSON (Content-Type: application/json)');
+  }
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return new DaemonError('BAD_REQUEST', fe.message ?? 'bad request');
+  }
+  log.error({ err }, 'unexpected error in the daemon HTTP layer');
+  return new DaemonError('INTERNAL_ERROR', 'internal error');
+}
+
+/**
+ * The daemon's HTTP app: the access guard on every request (before routing, so an unknown path or
+ * a CORS preflight is guarded too), one `POST /v1/<path>` per route, health and OpenAPI.
+ */
+export function createDaemonApp(deps: DaemonAppDeps): FastifyInstance {
+  const { router, log } = deps;
+  const app = Fastify({
+    loggerInstance: log as FastifyBaseLogger,
+    bodyLimit: DAEMON_BODY_LIMIT,
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+  });
+  const callers = new WeakMap<FastifyRequest, Caller>();
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    if (body === '' || body === undefined) return done(null, {});
+    try {
+      done(null, JSON.parse(body as string));
+    } catch (e) {
+      done(
+        new DaemonError('BAD_REQUEST', `request body is not valid JSON: ${(e as Error).message}`),
+        undefined,
+      );
+    }
+  });
+
+  app.setErrorHandler((err, _req, reply) => {
+    const e = toDaemonError(err, log);
+    void reply.status(e.status).send(send(e));
+  });
+  app.setNotFoundHandler((req, reply) => {
+    void reply
+      .status(404)
+      .send(send(new DaemonError('NOT_FOUND', `no operation at ${req.method} ${req.url}`)));
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    const connected = deps.connected();
+    const hasOrigin = req.headers.origin !== undefined;
+    const remoteAddress = req.socket.remoteAddress;
+    // The token is only verified for a caller on another host (it may cost a call to the hub).
+    const credential =
+      hasOrigin || isLoopbackAddress(remoteAddress)
+        ? ({ kind: 'none' } as const)
+        : await deps.checkCredential(req.headers.authorization, connected);
+    const decision = checkAccess({ hasOrigin, remoteAddress, host: req.headers.host, connected, credential });
+    if (!decision.allow) return reply.status(decision.error.status).send(send(decision.error));
+    callers.set(req, decision.caller);
+  });
+
+  app.get('/healthz', async () => ({ ok: true }));
+  app.get('/readyz', async (_req, reply) => {
+    try {
+      await sql`select 1`.execute(deps.ctx.db);
+      return { ok: true };
+    } catch {
+      return reply.status(500).send(send(new DaemonError('INTERNAL_ERROR', 'storage unreachable')));
+    }
+  });
+  const openapi = daemonOpenApi(router.routes);
+  app.get('/openapi.json', async () => openapi);
+
+  for (const r of router.routes) {
+    app.post(`/v1/${r.path}`, async (req, reply) => {
+      const caller = callers.get(req);
+      if (!caller) throw new Error('request reached a route without passing the access guard');
+      const { reply: result } = await router.dispatch(r.path, req.body, caller);
+      if (result.ok) return reply.status(200).send({ ok: true, data: result.data });
+      return reply.status(result.error.status).send(send(result.error));
+    });
+  }
+  return app;
+}

@@ -1,0 +1,138 @@
+import { z } from 'zod';
+import type { TeamVersionsTable } from '../../db/schema.js';
+import { conflict, notFound } from '../../shared/errors.js';
+import { requireOrg, requireUser } from '../access/access.service.js';
+import { cursor, id, limit, op } from '../http/op.js';
+import { teamsUsing } from './agents.routes.js';
+import { normalizeTeamDefinition } from './manifest.js';
+import { findTeamVersion, pinDefinition, teamOut } from './teams.service.js';
+import { compareVersionsDesc, offsetPage, registerVersion } from './versions.js';
+
+const definitionInput = z.union(
+  [
+    z
+      .string()
+      .min(1, 'must not be empty')
+      .max(5 * 1024 * 1024),
+    z.record(z.string(), z.unknown()),
+  ],
+  'must be a YAML or JSON string, or an object',
+);
+
+export const teamOps = [
+  op({
+    name: 'teams/register',
+    summary: 'Registers a team version; agent and team references are resolved and pinned.',
+    input: z.object({
+      org_id: id,
+      name: z.string().min(1, 'must not be empty').max(100).optional(),
+      definition: definitionInput,
+      version: z.string().min(1, 'must not be empty').max(100).optional(),
+      force: z.boolean().optional(),
+    }),
+    async handler(ctx, input) {
+      const { org } = await requireOrg(ctx, ctx.actor, input.org_id, 'teams.manage');
+      const def = await pinDefinition(ctx, org.id, normalizeTeamDefinition(input.definition, input));
+      const existing = await ctx.db
+        .selectFrom('team_versions')
+        .select('team_id')
+        .where('org_id', '=', org.id)
+        .where('name', '=', def.name)
+        .executeTakeFirst();
+      const now = ctx.now();
+      const row: TeamVersionsTable = {
+        id: ctx.newId(),
+        team_id: existing?.team_id ?? ctx.newId(),
+        org_id: org.id,
+        name: def.name,
+        version: def.version,
+        description: def.description,
+        definition: JSON.stringify(def),
+        created_at: now,
+        updated_at: now,
+      };
+      const created = await registerVersion(
+        `team ${row.name}@${row.version}`,
+        input.force === true,
+        async () => {
+          await ctx.db.insertInto('team_versions').values(row).execute();
+        },
+        async () => {
+          const r = await ctx.db
+            .updateTable('team_versions')
+            .set({ description: row.description, definition: row.definition, updated_at: now })
+            .where('org_id', '=', org.id)
+            .where('name', '=', row.name)
+            .where('version', '=', row.version)
+            .executeTakeFirst();
+          return Number(r.numUpdatedRows);
+        },
+      );
+      const saved = await findTeamVersion(ctx, org.id, row.name, row.version);
+      ctx.status(created ? 201 : 200);
+      return { data: teamOut(saved!) };
+    },
+  }),
+  op({
+    name: 'teams/list',
+    summary: "An organization's team versions, by name, newest version first.",
+    input: z.object({ org_id: id, name: z.string().min(1).optional(), limit, cursor }),
+    async handler(ctx, input) {
+      const { org } = await requireOrg(ctx, ctx.actor, input.org_id, 'teams.view');
+      const rows = await ctx.db
+        .selectFrom('team_versions')
+        .selectAll()
+        .where('org_id', '=', org.id)
+        .$if(input.name !== undefined, (q) => q.where('name', '=', input.name!))
+        .execute();
+      rows.sort((a, b) => a.name.localeCompare(b.name) || compareVersionsDesc(a.version, b.version));
+      const page = offsetPage(rows, input.limit, input.cursor);
+      return { data: page.data.map(teamOut), next_cursor: page.next_cursor };
+    },
+  }),
+  op({
+    name: 'teams/get',
+    summary: 'A team version by id (team_version_id), or by org_id and name with an optional version.',
+    input: z.union([
+      z.object({ id }),
+      z.object({ org_id: id, name: z.string().min(1), version: z.string().min(1).optional() }),
+    ]),
+    async handler(ctx, input) {
+      requireUser(ctx.actor);
+      let tv: TeamVersionsTable | null | undefined;
+      if ('id' in input) {
+        tv = await ctx.db
+          .selectFrom('team_versions')
+          .selectAll()
+          .where('id', '=', input.id)
+          .executeTakeFirst();
+        if (!tv) throw notFound('team');
+        await requireOrg(ctx, ctx.actor, tv.org_id, 'teams.view');
+      } else {
+        await requireOrg(ctx, ctx.actor, input.org_id, 'teams.view');
+        tv = await findTeamVersion(ctx, input.org_id, input.name, input.version ?? null);
+        if (!tv) throw notFound('team');
+      }
+      return { data: teamOut(tv) };
+    },
+  }),
+  op({
+    name: 'teams/remove',
+    summary: 'Removes a team version (refused while another team version calls it).',
+    input: z.object({ id }),
+    async handler(ctx, input) {
+      requireUser(ctx.actor);
+      const tv = await ctx.db
+        .selectFrom('team_versions')
+        .selectAll()
+        .where('id', '=', input.id)
+        .executeTakeFirst();
+      if (!tv) throw notFound('team');
+      await requireOrg(ctx, ctx.actor, tv.org_id, 'teams.manage');
+      const users = await teamsUsing(ctx, tv.org_id, 'team_version_id', tv.id);
+      if (users.length) throw conflict(`team ${tv.name}@${tv.version} is called by ${users.join(', ')}`);
+      await ctx.db.deleteFrom('team_versions').where('id', '=', tv.id).execute();
+      return { data: { id: tv.id, removed: true } };
+    },
+  }),
+];

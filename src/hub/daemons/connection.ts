@@ -1,0 +1,255 @@
+import type { EventEmitter } from 'node:events';
+import type { WebSocket } from 'ws';
+import type { AclEntry, AclFrame, HelloFrame } from '../../shared/protocol.js';
+import { DaemonFrame } from '../../shared/protocol.js';
+import type { Hub } from '../context.js';
+import { recordEvent } from '../events/events.js';
+import { realmAcl } from './acl.js';
+import { type DispatchKeys, signDispatch } from './dispatch.js';
+import { type CommandResult, markAcked, markSent, pendingCommands } from './outbox.repo.js';
+
+/** What the tunnel needs from the hub: everything but itself. */
+export type TunnelDeps = Omit<Hub, 'tunnel'>;
+
+export interface TunnelEventMap {
+  /** A daemon is online on this process: hello sent, pending commands on their way. */
+  connected: [{ daemon_id: string; connection_id: string }];
+  /** A daemon's connection to this process closed and the daemon was marked offline. */
+  disconnected: [{ daemon_id: string; connection_id: string }];
+  /** A command was acknowledged for the first time. */
+  ack: [CommandResult];
+}
+
+/** Shared state of one process's tunnel (see tunnel.ts). */
+export interface TunnelState {
+  deps: TunnelDeps;
+  keys: DispatchKeys;
+  /** The live connection of each daemon connected to this process. */
+  conns: Map<string, Conn>;
+  events: EventEmitter<TunnelEventMap>;
+  /** Keeps a background promise until it settles, so close() can wait for it; logs its failure. */
+  track(p: Promise<unknown>, what: string): void;
+}
+
+/** One daemon's WebSocket to this hub process. */
+export interface Conn {
+  id: string;
+  ws: WebSocket;
+  daemonId: string;
+  realmId: string;
+  orgId: string;
+  openedAt: number;
+  /** Answered the last ping (or sent anything since). */
+  alive: boolean;
+  lastTouchAt: number;
+  /** Hello sent: commands and ACL frames may follow. */
+  ready: boolean;
+  closed: boolean;
+  /** An ACL change arrived before the hello went out. */
+  aclStale: boolean;
+  opening: Promise<void> | null;
+  flushing: Promise<void> | null;
+  dirty: boolean;
+}
+
+/** Commands read from the outbox per query when delivering. */
+const BATCH = 200;
+/** last_seen_at is written on pongs at most this often. */
+export const TOUCH_EVERY_MS = 5_000;
+
+export function sendFrame(conn: Conn, frame: HelloFrame | AclFrame | string): void {
+  conn.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
+}
+
+/**
+ * A new connection: it replaces the daemon's previous one on this process, marks the daemon
+ * online, sends the hello frame and then every pending command, oldest first.
+ */
+export function openConnection(s: TunnelState, conn: Conn): void {
+  const prev = s.conns.get(conn.daemonId);
+  s.conns.set(conn.daemonId, conn);
+  if (prev) prev.ws.close(4000, 'replaced by a newer connection');
+  conn.ws.on('message', (data) => onMessage(s, conn, data.toString()));
+  conn.ws.on('pong', () => onPong(s, conn));
+  conn.ws.on('error', (err) => s.deps.log.warn({ err, daemon_id: conn.daemonId }, 'tunnel socket error'));
+  conn.ws.on('close', () => onClose(s, conn));
+  conn.opening = greet(s, conn);
+  s.track(conn.opening, 'tunnel open');
+}
+
+async function greet(s: TunnelState, conn: Conn): Promise<void> {
+  const { db } = s.deps;
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .updateTable('daemons')
+      .set({ status: 'online', last_seen_at: conn.openedAt, connection_id: conn.id })
+      .where('id', '=', conn.daemonId)
+      .execute();
+    await recordEvent(trx, s.deps, {
+      type: 'daemon.connected',
+      org_id: conn.orgId,
+      realm_id: conn.realmId,
+      subject_id: conn.daemonId,
+      payload: { daemon_id: conn.daemonId, connection_id: conn.id },
+    });
+  });
+  const acl = await realmAcl(db, conn.realmId);
+  if (conn.closed) return;
+  const hello: HelloFrame = {
+    type: 'hello',
+    daemon_id: conn.daemonId,
+    realm_id: conn.realmId,
+    dispatch_key: s.keys.publicJwk as Record<string, unknown>,
+    acl,
+  };
+  sendFrame(conn, hello);
+  conn.ready = true;
+  if (conn.aclStale) await pushRealmAcl(s, conn.realmId);
+  s.events.emit('connected', { daemon_id: conn.daemonId, connection_id: conn.id });
+  flush(s, conn);
+}
+
+/** Sends the realm's current ACL to its daemons connected here. */
+export async function pushRealmAcl(s: TunnelState, realmId: string): Promise<void> {
+  const targets = [...s.conns.values()].filter((c) => c.realmId === realmId && !c.closed);
+  if (targets.length === 0) return;
+  for (const c of targets) c.aclStale = true;
+  const acl: AclEntry[] = await realmAcl(s.deps.db, realmId);
+  const frame = JSON.stringify({ type: 'acl', acl } satisfies AclFrame);
+  for (const c of targets) {
+    // A connection not yet greeted gets the ACL in its hello (or pushes it right after).
+    if (!c.ready || c.closed) continue;
+    c.aclStale = false;
+    sendFrame(c, frame);
+  }
+}
+
+/**
+ * Delivers the daemon's pending commands that were not sent on this connection, or were sent
+ * too long ago. One delivery runs at a time per connection; a wake during it runs it again.
+ */
+export function flush(s: TunnelState, conn: Conn): void {
+  if (!conn.ready || conn.closed) return;
+  if (conn.flushing) {
+    conn.dirty = true;
+    return;
+  }
+  conn.flushing = deliver(s, conn).finally(() => {
+    conn.flushing = null;
+  });
+  s.track(conn.flushing, 'outbox delivery');
+}
+
+async function deliver(s: TunnelState, conn: Conn): Promise<void> {
+  const { db, now, config } = s.deps;
+  do {
+    conn.dirty = false;
+    const at = now();
+    const rows = await pendingCommands(
+      db,
+      conn.daemonId,
+      Math.max(conn.openedAt, at - config.outboxResendMs),
+      BATCH,
+    );
+    const sent: string[] = [];
+    for (const row of rows) {
+      if (conn.closed) break;
+      const { token } = await signDispatch(s.keys, conn.daemonId, at, config.dispatchTokenTtlMs);
+      // The body is stored as JSON already: splice it in rather than parse and re-serialise.
+      sendFrame(
+        conn,
+        `{"type":"command","tx_id":${JSON.stringify(row.tx_id)},"path":${JSON.stringify(row.path)},"body":${row.body},"token":${JSON.stringify(token)}}`,
+      );
+      sent.push(row.tx_id);
+    }
+    await markSent(db, sent, at);
+    if (rows.length === BATCH) conn.dirty = true;
+  } while (conn.dirty && !conn.closed);
+}
+
+function onMessage(s: TunnelState, conn: Conn, text: string): void {
+  conn.alive = true;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    s.deps.log.warn({ daemon_id: conn.daemonId }, 'tunnel frame is not JSON; ignored');
+    return;
+  }
+  const parsed = DaemonFrame.safeParse(json);
+  if (!parsed.success) {
+    s.deps.log.warn(
+      { daemon_id: conn.daemonId, issues: parsed.error.issues },
+      'unknown tunnel frame; ignored',
+    );
+    return;
+  }
+  const ack = parsed.data;
+  s.track(
+    (async () => {
+      const first = await markAcked(s.deps.db, conn.daemonId, ack, s.deps.now());
+      if (!first) return; // a repeated ack, or a tx_id that is not this daemon's: nothing to do
+      s.events.emit('ack', {
+        tx_id: ack.tx_id,
+        daemon_id: conn.daemonId,
+        status: ack.status,
+        reply: ack.status === 'ok' ? (ack.reply ?? null) : null,
+        error: ack.status === 'error' ? (ack.error ?? null) : null,
+      } as CommandResult);
+    })(),
+    'tunnel ack',
+  );
+}
+
+function onPong(s: TunnelState, conn: Conn): void {
+  conn.alive = true;
+  const at = s.deps.now();
+  if (at - conn.lastTouchAt < TOUCH_EVERY_MS || conn.closed) return;
+  conn.lastTouchAt = at;
+  s.track(
+    s.deps.db
+      .updateTable('daemons')
+      .set({ last_seen_at: at })
+      .where('id', '=', conn.daemonId)
+      .where('connection_id', '=', conn.id)
+      .execute(),
+    'tunnel touch',
+  );
+}
+
+/**
+ * The daemon goes offline unless a newer connection replaced this one, here or on another hub
+ * process (the `connection_id` check).
+ */
+function onClose(s: TunnelState, conn: Conn): void {
+  conn.closed = true;
+  if (s.conns.get(conn.daemonId) === conn) s.conns.delete(conn.daemonId);
+  s.track(
+    (async () => {
+      await conn.opening?.catch(() => {});
+      await conn.flushing?.catch(() => {});
+      if (s.conns.has(conn.daemonId)) return;
+      const { db } = s.deps;
+      const at = s.deps.now();
+      const wentOffline = await db.transaction().execute(async (trx) => {
+        const res = await trx
+          .updateTable('daemons')
+          .set({ status: 'offline', last_seen_at: at, connection_id: null })
+          .where('id', '=', conn.daemonId)
+          .where('connection_id', '=', conn.id)
+          .executeTakeFirst();
+        if (Number(res.numUpdatedRows) !== 1) return false;
+        await recordEvent(trx, s.deps, {
+          type: 'daemon.disconnected',
+          org_id: conn.orgId,
+          realm_id: conn.realmId,
+          subject_id: conn.daemonId,
+          payload: { daemon_id: conn.daemonId, connection_id: conn.id },
+        });
+        return true;
+      });
+      if (wentOffline) s.events.emit('disconnected', { daemon_id: conn.daemonId, connection_id: conn.id });
+    })(),
+    'tunnel close',
+  );
+}

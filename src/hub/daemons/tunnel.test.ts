@@ -1,0 +1,355 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { importJWK, jwtVerify } from 'jose';
+import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
+import {
+  connectDaemon,
+  refusedUpgrade,
+  type TunnelClient,
+  tunnelUrl,
+} from '../../../test/helpers/tunnel-client.js';
+import { buildWorld, createOrgWithOwner, type World } from '../../../test/helpers/world.js';
+import { CommandFrame, HelloFrame } from '../../shared/protocol.js';
+import { mintToken } from '../../shared/tokens.js';
+import { aclChanged } from './acl.js';
+import { DISPATCH_ALG, DISPATCH_ISSUER } from './dispatch.js';
+import { enqueueCommand, loadCommand } from './outbox.repo.js';
+import { sendCommand } from './outbox.service.js';
+
+describe('daemon tunnel', () => {
+  let h: TestHub;
+  let w: World;
+  const clients: TunnelClient[] = [];
+  const connect = async (token = w.tokens.realm_token!) => {
+    const c = await connectDaemon(h.url, token);
+    clients.push(c);
+    return c;
+  };
+  const hub = () => h.running.hub;
+  /** Closes a client and waits until the hub has marked its daemon offline. */
+  const disconnect = async (c: TunnelClient) => {
+    const offline = once(hub().tunnel.events, 'disconnected');
+    await c.close();
+    await offline;
+  };
+
+  before(async () => {
+    h = await startTestHub({ config: { outboxScanMs: 50 } });
+    w = await buildWorld(h);
+  });
+  afterEach(async () => {
+    // Leave no connection, and no offline bookkeeping in flight, to the next test.
+    for (const c of clients.splice(0)) {
+      if (c.ws.readyState === c.ws.OPEN) await disconnect(c);
+      else await c.close();
+    }
+  });
+  after(() => h.close());
+
+  it('refuses the upgrade with 401 without a token or with a bad or revoked one, 403 for a user token', async () => {
+    const none = await refusedUpgrade(h.url, {});
+    assert.equal(none.status, 401);
+    assert.deepEqual(none.body, {
+      ok: false,
+      error: { code: 'unauthorized', message: 'a realm token is required' },
+    });
+    for (const bad of ['svc_dt_nope', mintToken('daemon'), 'Basic x']) {
+      const r = await refusedUpgrade(h.url, {
+        authorization: bad.startsWith('Basic') ? bad : `Bearer ${bad}`,
+      });
+      assert.equal(r.status, 401, bad);
+      assert.equal(r.body.error.code, 'unauthorized');
+    }
+    const user = await refusedUpgrade(h.url, { authorization: `Bearer ${w.tokens.realm_admin}` });
+    assert.equal(user.status, 403);
+    assert.equal(user.body.error.code, 'forbidden');
+
+    const extra = await h.ok('realms/create_daemon_token', { realm_id: w.realmId, name: 'soon-gone' });
+    const c = await connect(extra.data.token);
+    const closed = once(c.ws, 'close');
+    await h.ok('daemons/remove', { id: extra.data.daemon_id });
+    assert.equal((await closed)[0], 4001);
+    const revoked = await refusedUpgrade(h.url, { authorization: `Bearer ${extra.data.token}` });
+    assert.equal(revoked.status, 401);
+
+    // A plain GET without an Upgrade header answers in the hub's error shapes.
+    const plain = (token?: string) =>
+      fetch(`${h.url}/v1/daemons/connect`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+    assert.equal((await plain()).status, 401);
+    assert.equal((await plain(w.tokens.realm_member!)).status, 403);
+    const daemonGet = await plain(w.tokens.realm_token!);
+    assert.equal(daemonGet.status, 400);
+    assert.equal(((await daemonGet.json()) as { code: string }).code, 'bad_request');
+    // Another path on the upgrade route is not found.
+    const other = await refusedUpgrade(h.url, {}, '/v1/nope');
+    assert.equal(other.status, 404);
+  });
+
+  it("drops a daemon's connection when its realm is removed", async () => {
+    const realm = await h.ok('realms/new', { org_id: w.orgId, name: 'short-lived' });
+    const dt = await h.ok('realms/create_daemon_token', { realm_id: realm.data.id, name: 'gone' });
+    const c = await connect(dt.data.token);
+    const closed = once(c.ws, 'close');
+    await h.ok('realms/remove', { id: realm.data.id });
+    assert.equal((await closed)[0], 4001);
+  });
+
+  it('greets with the daemon id, realm id, a public dispatch key and the realm ACL', async () => {
+    const c = await connect();
+    assert.equal(HelloFrame.safeParse(c.hello).success, true);
+    assert.equal(c.hello.type, 'hello');
+    assert.equal(c.hello.daemon_id, w.daemonId);
+    assert.equal(c.hello.realm_id, w.realmId);
+    const jwk = c.hello.dispatch_key;
+    assert.equal(jwk.kty, 'OKP');
+    assert.equal(jwk.crv, 'Ed25519');
+    assert.equal(jwk.alg, DISPATCH_ALG);
+    assert.equal(jwk.d, undefined, 'never the private part');
+    const issued = await h.ok(
+      'daemons/issue_dispatch_token',
+      { daemon_id: w.daemonId },
+      w.tokens.realm_operator,
+    );
+    const key = await importJWK(jwk, DISPATCH_ALG);
+    const { payload } = await jwtVerify(issued.data.token, key, {
+      audience: w.daemonId,
+      issuer: DISPATCH_ISSUER,
+    });
+    assert.equal(payload.aud, w.daemonId);
+
+    const byId = Object.fromEntries(c.hello.acl.map((e) => [e.user_id, e]));
+    const expect = {
+      realm_member: 'member',
+      realm_operator: 'operator',
+      realm_admin: 'admin',
+      org_admin: 'admin',
+      org_owner: 'admin',
+    } as const;
+    assert.equal(c.hello.acl.length, Object.keys(expect).length);
+    for (const [actor, role] of Object.entries(expect)) {
+      const u = w.users[actor as keyof typeof expect]!;
+      assert.deepEqual(byId[u.id], { user_id: u.id, handle: u.handle, role }, actor);
+    }
+    for (const actor of ['org_member', 'outsider', 'site_admin'] as const) {
+      assert.equal(byId[w.users[actor]!.id], undefined, actor);
+    }
+  });
+
+  it('pushes the ACL when realm members, groups or org members change', async () => {
+    const c = await connect();
+    const member = w.users.org_member!;
+    await h.ok('realms/add_member', {
+      realm_id: w.realmId,
+      member_type: 'user',
+      member_id: member.id,
+      role: 'operator',
+    });
+    let acl = (await c.next('acl')).acl;
+    assert.deepEqual(
+      acl.find((e) => e.user_id === member.id),
+      { user_id: member.id, handle: member.handle, role: 'operator' },
+    );
+    await h.ok('realms/set_member_role', {
+      realm_id: w.realmId,
+      member_type: 'user',
+      member_id: member.id,
+      role: 'member',
+    });
+    acl = (await c.next('acl')).acl;
+    assert.equal(acl.find((e) => e.user_id === member.id)?.role, 'member');
+
+    // Through a group: the highest of the direct and group roles counts.
+    const db = hub().db;
+    const groupId = hub().newId();
+    await db
+      .insertInto('groups')
+      .values({ id: groupId, org_id: w.orgId, name: 'ops', created_at: 1 })
+      .execute();
+    await db
+      .insertInto('group_members')
+      .values({ group_id: groupId, user_id: member.id, created_at: 1 })
+      .execute();
+    await db
+      .insertInto('realm_members')
+      .values({ realm_id: w.realmId, member_type: 'group', member_id: groupId, role: 'admin', created_at: 1 })
+      .execute();
+    await aclChanged(hub(), { orgId: w.orgId });
+    acl = (await c.next('acl')).acl;
+    assert.equal(acl.find((e) => e.user_id === member.id)?.role, 'admin');
+    await db.deleteFrom('realm_members').where('member_id', '=', groupId).execute();
+
+    await h.ok('realms/remove_member', { realm_id: w.realmId, member_type: 'user', member_id: member.id });
+    acl = (await c.next('acl')).acl;
+    assert.equal(
+      acl.find((e) => e.user_id === member.id),
+      undefined,
+    );
+    // An org admin demoted to member loses the implied realm admin role.
+    await h.ok('orgs/set_member_role', { org_id: w.orgId, user_id: w.users.org_admin!.id, role: 'member' });
+    acl = (await c.next('acl')).acl;
+    assert.equal(
+      acl.find((e) => e.user_id === w.users.org_admin!.id),
+      undefined,
+    );
+    await h.ok('orgs/set_member_role', { org_id: w.orgId, user_id: w.users.org_admin!.id, role: 'admin' });
+    acl = (await c.next('acl')).acl;
+    assert.equal(acl.find((e) => e.user_id === w.users.org_admin!.id)?.role, 'admin');
+  });
+
+  it('delivers a command with a fresh dispatch token and records the ack once', async () => {
+    const c = await connect();
+    const txId = await sendCommand(hub(), w.daemonId, 'hug/deliver', {
+      review_id: 'r1',
+      message: { type: 'x' },
+    });
+    const cmd = await c.next('command');
+    assert.equal(CommandFrame.safeParse(cmd).success, true);
+    assert.equal(cmd.tx_id, txId);
+    assert.equal(cmd.path, 'hug/deliver');
+    assert.deepEqual(cmd.body, { review_id: 'r1', message: { type: 'x' }, tx_id: txId });
+    const { payload } = await jwtVerify(cmd.token, await importJWK(c.hello.dispatch_key, DISPATCH_ALG), {
+      audience: w.daemonId,
+      issuer: DISPATCH_ISSUER,
+    });
+    assert.ok(payload.exp! - payload.iat! <= 300);
+
+    const acked = hub().tunnel.waitForAck(txId);
+    c.ack(txId, { reply: { delivered: true } });
+    assert.deepEqual(await acked, {
+      tx_id: txId,
+      daemon_id: w.daemonId,
+      status: 'ok',
+      reply: { delivered: true },
+      error: null,
+    });
+    const row = await loadCommand(hub().db, txId);
+    assert.equal(row?.status, 'acked');
+    assert.equal(row?.ack_status, 'ok');
+    assert.equal(row?.attempts, 1);
+    // A repeated ack changes nothing; waiting on an acked command answers at once.
+    c.ack(txId, { status: 'error', error: { code: 'X', message: 'late' } });
+    const tx2 = await sendCommand(hub(), w.daemonId, 'runs/cancel', { run_id: 'r' });
+    assert.equal((await c.next('command')).tx_id, tx2);
+    const failed = hub().tunnel.waitForAck(tx2);
+    c.ack(tx2, { status: 'error', error: { code: 'PAYLOAD_INVALID', message: 'bad' } });
+    assert.deepEqual((await failed).error, { code: 'PAYLOAD_INVALID', message: 'bad' });
+    assert.deepEqual(await hub().tunnel.waitForAck(txId), await acked);
+    assert.equal((await loadCommand(hub().db, txId))?.acked_at, row?.acked_at);
+    // Garbage frames are ignored, the connection stays up.
+    c.ws.send('not json');
+    c.ws.send(JSON.stringify({ type: 'nope' }));
+    const tx3 = await sendCommand(hub(), w.daemonId, 'teams/install', {});
+    assert.equal((await c.next('command')).tx_id, tx3);
+    c.ack(tx3);
+    await hub().tunnel.waitForAck(tx3);
+  });
+
+  it('sends commands written while the daemon was away on connect, oldest first, and again after a reconnect', async () => {
+    const db = hub().db;
+    const a = await enqueueCommand(db, hub(), w.daemonId, 'teams/install', { n: 1 });
+    const b = await enqueueCommand(db, hub(), w.daemonId, 'teams/install', { n: 2 });
+    const c1 = await connect();
+    assert.equal((await c1.next('command')).tx_id, a);
+    assert.equal((await c1.next('command')).tx_id, b);
+    c1.ack(a);
+    await hub().tunnel.waitForAck(a);
+    await disconnect(c1);
+    const c2 = await connect();
+    const again = await c2.next('command');
+    assert.equal(again.tx_id, b);
+    c2.ack(b);
+    await hub().tunnel.waitForAck(b);
+    // A command written by another hub process (no wake here) is picked up by the scan.
+    const viaScan = await enqueueCommand(db, hub(), w.daemonId, 'teams/install', { n: 3 });
+    assert.equal((await c2.next('command')).tx_id, viaScan);
+    c2.ack(viaScan);
+    await hub().tunnel.waitForAck(viaScan);
+  });
+
+  it('a newer connection of the same daemon replaces the older one', async () => {
+    const c1 = await connect();
+    const replaced = once(c1.ws, 'close');
+    const c2 = await connect();
+    assert.equal((await replaced)[0], 4000);
+    const d = await h.ok('daemons/get', { id: w.daemonId });
+    assert.equal(d.data.status, 'online');
+    const tx = await sendCommand(hub(), w.daemonId, 'teams/install', {});
+    assert.equal((await c2.next('command')).tx_id, tx);
+    c2.ack(tx);
+    await hub().tunnel.waitForAck(tx);
+  });
+
+  it('tracks online/offline, last_seen_at and daemon.connected/disconnected events', async () => {
+    const t0 = Date.now();
+    const events = () =>
+      hub()
+        .db.selectFrom('events')
+        .select(['type', 'realm_id', 'org_id'])
+        .where('subject_id', '=', w.daemonId)
+        .where('created_at', '>=', t0)
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute();
+    const c = await connect();
+    const on = await h.ok('daemons/get', { id: w.daemonId });
+    assert.equal(on.data.status, 'online');
+    assert.ok(on.data.last_seen_at >= t0);
+    assert.equal(hub().tunnel.isConnected(w.daemonId), true);
+    await disconnect(c);
+    const off = await h.ok('daemons/get', { id: w.daemonId });
+    assert.equal(off.data.status, 'offline');
+    assert.ok(off.data.last_seen_at >= on.data.last_seen_at);
+    assert.equal(hub().tunnel.isConnected(w.daemonId), false);
+    assert.deepEqual(await events(), [
+      { type: 'daemon.connected', realm_id: w.realmId, org_id: w.orgId },
+      { type: 'daemon.disconnected', realm_id: w.realmId, org_id: w.orgId },
+    ]);
+  });
+
+  it('redelivers unacked commands after the hub process is replaced, with the same dispatch key', async () => {
+    const c1 = await connect();
+    const key = c1.hello.dispatch_key;
+    const tx = await sendCommand(hub(), w.daemonId, 'runs/execute', { run_id: 'r9' });
+    assert.equal((await c1.next('command')).tx_id, tx);
+    const closed = once(c1.ws, 'close');
+    await h.restart();
+    assert.equal((await closed)[0], 1001);
+    const off = await h.ok('daemons/get', { id: w.daemonId });
+    assert.equal(off.data.status, 'offline');
+
+    const c2 = await connect();
+    assert.deepEqual(c2.hello.dispatch_key, key);
+    const again = await c2.next('command');
+    assert.equal(again.tx_id, tx);
+    assert.deepEqual(again.body, { run_id: 'r9', tx_id: tx });
+    c2.ack(again.tx_id, { reply: { started: true } });
+    assert.equal((await hub().tunnel.waitForAck(tx)).status, 'ok');
+    assert.equal((await loadCommand(hub().db, tx))?.attempts, 2);
+  });
+});
+
+describe('daemon tunnel heartbeat', () => {
+  let h: TestHub;
+  before(async () => {
+    h = await startTestHub({ config: { tunnelPingMs: 50 } });
+  });
+  after(() => h.close());
+
+  it('drops a peer that stops answering pings and marks it offline', async () => {
+    const org = await createOrgWithOwner(h, 'beat');
+    const dt = await h.ok('realms/create_daemon_token', { realm_id: org.defaultRealmId, name: 'mute' });
+    const { WebSocket } = await import('ws');
+    const offline = once(h.running.hub.tunnel.events, 'disconnected');
+    const ws = new WebSocket(tunnelUrl(h.url), {
+      headers: { authorization: `Bearer ${dt.data.token}` },
+      autoPong: false,
+    });
+    const closed = once(ws, 'close');
+    await closed;
+    const [ev] = await offline;
+    assert.equal(ev.daemon_id, dt.data.daemon_id);
+    const d = await h.ok('daemons/get', { id: dt.data.daemon_id });
+    assert.equal(d.data.status, 'offline');
+  });
+});

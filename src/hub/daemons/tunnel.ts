@@ -1,0 +1,253 @@
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { WebSocketServer } from 'ws';
+import { AppError, HUB_STATUS } from '../../shared/errors.js';
+import { BODY_LIMIT } from '../http/app.js';
+import { errorBody } from '../http/errors.js';
+import {
+  type Conn,
+  flush,
+  openConnection,
+  pushRealmAcl,
+  type TunnelDeps,
+  type TunnelEventMap,
+} from './connection.js';
+import { type DispatchKeys, loadDispatchKeys } from './dispatch.js';
+import { type CommandResult, commandResult, loadCommand } from './outbox.repo.js';
+import { authenticateUpgrade, CONNECT_PATH, rejectUpgrade } from './upgrade.js';
+
+export type { TunnelDeps, TunnelEventMap } from './connection.js';
+
+/**
+ * The hub side of the hub↔daemon tunnel, for one hub process: the daemons connected here, command
+ * delivery from the durable outbox, ACL pushes, heartbeats and the dispatch key.
+ *
+ * Several hub processes may share one database. A command written by any process reaches its
+ * daemon through the outbox: at once when the daemon is connected to the writing process
+ * (`wake`), otherwise by the periodic scan of the process that holds the connection. A
+ * cross-process notification (PostgreSQL LISTEN/NOTIFY) can later call `wake` and `pushAcl` on the
+ * right process without changing anything else.
+ */
+export interface Tunnel {
+  readonly keys: DispatchKeys;
+  /** `connected`, `disconnected`, `ack` (see TunnelEventMap). In-process only. */
+  readonly events: EventEmitter<TunnelEventMap>;
+  /** True when the daemon has a live, greeted connection to this process. */
+  isConnected(daemonId: string): boolean;
+  /** Sends the daemon's pending commands now, if it is connected here. Call after committing. */
+  wake(daemonId: string): void;
+  /** Pushes the current ACL to the connected daemons of a realm, or of every realm of an org. */
+  pushAcl(scope: { realmId?: string; orgId?: string }): Promise<void>;
+  /** Closes the daemon's connection to this process (e.g. its token was revoked). */
+  disconnect(daemonId: string, reason: string): void;
+  /** Resolves when the command is acked (at once if it was already); rejects after `timeoutMs`. */
+  waitForAck(txId: string, timeoutMs?: number): Promise<CommandResult>;
+  /** Serves `GET /v1/daemons/connect` on the app's server and starts the timers. */
+  attach(app: FastifyInstance): void;
+  /** Stops the timers and closes every connection (waiting for their bookkeeping). Idempotent. */
+  close(): Promise<void>;
+}
+
+const CLOSE_GRACE_MS = 1_000;
+
+/** Creates this process's tunnel (loading or creating the dispatch key pair). No timers yet. */
+export async function createTunnel(deps: TunnelDeps): Promise<Tunnel> {
+  const keys = await loadDispatchKeys(deps.db, deps.now);
+  const events = new EventEmitter<TunnelEventMap>();
+  events.setMaxListeners(0);
+  const conns = new Map<string, Conn>();
+  const inflight = new Set<Promise<unknown>>();
+  const waiters = new Map<string, Set<(r: CommandResult | Error) => void>>();
+  const timers: NodeJS.Timeout[] = [];
+  let closing: Promise<void> | null = null;
+  let wss: WebSocketServer | null = null;
+
+  const state = {
+    deps,
+    keys,
+    conns,
+    events,
+    track(p: Promise<unknown>, what: string) {
+      const q = p.catch((err) => deps.log.error({ err }, `${what} failed`));
+      inflight.add(q);
+      void q.finally(() => inflight.delete(q));
+    },
+  };
+
+  events.on('ack', (r) => {
+    const set = waiters.get(r.tx_id);
+    if (!set) return;
+    waiters.delete(r.tx_id);
+    for (const w of set) w(r);
+  });
+
+  function heartbeat() {
+    for (const conn of conns.values()) {
+      if (!conn.alive) {
+        deps.log.info({ daemon_id: conn.daemonId }, 'daemon missed a heartbeat; dropping its connection');
+        conn.ws.terminate();
+        continue;
+      }
+      conn.alive = false;
+      conn.ws.ping();
+    }
+  }
+
+  /** The safety net: connected daemons with commands never sent or not sent recently. */
+  async function scan() {
+    const ready = [...conns.values()].filter((c) => c.ready && !c.closed && !c.flushing);
+    for (let i = 0; i < ready.length; i += 500) {
+      const chunk = ready.slice(i, i + 500);
+      const due = await deps.db
+        .selectFrom('command_outbox')
+        .select('daemon_id')
+        .distinct()
+        .where('status', '=', 'pending')
+        .where(
+          'daemon_id',
+          'in',
+          chunk.map((c) => c.daemonId),
+        )
+        .where((eb) =>
+          eb.or([
+            eb('last_sent_at', 'is', null),
+            eb('last_sent_at', '<', deps.now() - deps.config.outboxResendMs),
+          ]),
+        )
+        .execute();
+      for (const { daemon_id } of due) {
+        const conn = conns.get(daemon_id);
+        if (conn) flush(state, conn);
+      }
+    }
+  }
+
+  async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
+    socket.on('error', () => {}); // a peer hanging up mid-handshake is not our fault
+    if (new URL(req.url ?? '/', 'http://hub').pathname !== CONNECT_PATH) {
+      return rejectUpgrade(socket, 'not_found', `no WebSocket endpoint at ${req.url}`);
+    }
+    const auth = await authenticateUpgrade(deps, req.headers.authorization);
+    if ('error' in auth) return rejectUpgrade(socket, auth.error.code, auth.error.message);
+    if (closing || !wss) return rejectUpgrade(socket, 'internal_error', 'the hub is shutting down');
+    if (socket.destroyed) return;
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const at = deps.now();
+      openConnection(state, {
+        id: deps.newId(),
+        ws,
+        daemonId: auth.daemon.id,
+        realmId: auth.daemon.realm_id,
+        orgId: auth.orgId,
+        openedAt: at,
+        alive: true,
+        lastTouchAt: at,
+        ready: false,
+        closed: false,
+        aclStale: false,
+        opening: null,
+        flushing: null,
+        dirty: false,
+      });
+    });
+  }
+
+  const tunnel: Tunnel = {
+    keys,
+    events,
+    isConnected: (daemonId) => conns.get(daemonId)?.ready === true,
+    wake(daemonId) {
+      const conn = conns.get(daemonId);
+      if (conn) flush(state, conn);
+    },
+    async pushAcl(scope) {
+      const realms = new Set<string>();
+      for (const c of conns.values()) {
+        if (scope.realmId !== undefined && c.realmId !== scope.realmId) continue;
+        if (scope.orgId !== undefined && c.orgId !== scope.orgId) continue;
+        realms.add(c.realmId);
+      }
+      await Promise.all([...realms].map((r) => pushRealmAcl(state, r)));
+    },
+    disconnect(daemonId, reason) {
+      conns.get(daemonId)?.ws.close(4001, reason.slice(0, 120));
+    },
+    waitForAck(txId, timeoutMs = 30_000) {
+      return new Promise<CommandResult>((resolve, reject) => {
+        const set = waiters.get(txId) ?? new Set();
+        waiters.set(txId, set);
+        const done = (r: CommandResult | Error) => {
+          clearTimeout(timer);
+          set.delete(done);
+          if (set.size === 0 && waiters.get(txId) === set) waiters.delete(txId);
+          if (r instanceof Error) reject(r);
+          else resolve(r);
+        };
+        const timer = setTimeout(
+          () => done(new Error(`no ack for ${txId} within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+        set.add(done);
+        // Registered first, then checked: an ack between the two is not missed.
+        loadCommand(deps.db, txId).then(
+          (row) => {
+            if (!row) return done(new Error(`unknown command ${txId}`));
+            const r = commandResult(row);
+            if (r) done(r);
+          },
+          (err: Error) => done(err),
+        );
+      });
+    },
+    attach(app) {
+      wss = new WebSocketServer({ noServer: true, maxPayload: BODY_LIMIT });
+      // A plain GET (no Upgrade header) reaches Fastify: answer it in the hub's error shapes.
+      app.get(CONNECT_PATH, async (req, reply) => {
+        const auth = await authenticateUpgrade(deps, req.headers.authorization);
+        const { code, message } =
+          'error' in auth ? auth.error : { code: 'bad_request' as const, message: 'use a WebSocket upgrade' };
+        return reply.status(HUB_STATUS[code]).send(errorBody(new AppError(code, message)));
+      });
+      app.server.on('upgrade', (req, socket, head) => {
+        const p = onUpgrade(req, socket, head).catch((err) => {
+          deps.log.error({ err }, 'tunnel upgrade failed');
+          rejectUpgrade(socket, 'internal_error', 'internal error');
+        });
+        state.track(p, 'tunnel upgrade');
+      });
+      // Before Fastify closes the server: open WebSockets would keep server.close() waiting.
+      app.addHook('preClose', () => tunnel.close());
+      timers.push(setInterval(heartbeat, deps.config.tunnelPingMs));
+      timers.push(setInterval(() => state.track(scan(), 'outbox scan'), deps.config.outboxScanMs));
+      for (const t of timers) t.unref();
+    },
+    close() {
+      closing ??= (async () => {
+        for (const t of timers) clearInterval(t);
+        const open = [...conns.values()];
+        await Promise.all(
+          open.map(
+            (c) =>
+              new Promise<void>((resolve) => {
+                if (c.ws.readyState === c.ws.CLOSED) return resolve();
+                const timer = setTimeout(() => c.ws.terminate(), CLOSE_GRACE_MS);
+                c.ws.once('close', () => {
+                  clearTimeout(timer);
+                  resolve();
+                });
+                c.ws.close(1001, 'hub shutting down');
+              }),
+          ),
+        );
+        // Bookkeeping started by the closes (offline, events) and anything else in flight.
+        while (inflight.size > 0) await Promise.all([...inflight]);
+        for (const set of waiters.values()) for (const w of set) w(new Error('the tunnel is closed'));
+        await new Promise<void>((resolve) => (wss ? wss.close(() => resolve()) : resolve()));
+      })();
+      return closing;
+    },
+  };
+  return tunnel;
+}

@@ -1,0 +1,86 @@
+import { once } from 'node:events';
+import { WebSocket } from 'ws';
+import type { AckFrame, HelloFrame, HubFrame } from '../../src/shared/protocol.js';
+
+/**
+ * A daemon's end of the hub tunnel over a real WebSocket, for hub tests: frames arrive in a queue
+ * that `next` reads in order, `ack` answers a command.
+ */
+export interface TunnelClient {
+  ws: WebSocket;
+  hello: HelloFrame;
+  /** The next hub frame (after hello); fails when it is not of `type`, or after `timeoutMs`. */
+  next<T extends HubFrame['type']>(type: T, timeoutMs?: number): Promise<Extract<HubFrame, { type: T }>>;
+  ack(txId: string, result?: Partial<Omit<AckFrame, 'type' | 'tx_id'>>): void;
+  /** Closes the socket and waits until it is closed. */
+  close(): Promise<void>;
+}
+
+export const tunnelUrl = (hubUrl: string) => `${hubUrl.replace(/^http/, 'ws')}/v1/daemons/connect`;
+
+/** Connects with a realm token and waits for the hello frame. */
+export async function connectDaemon(
+  hubUrl: string,
+  token: string,
+  opts: { autoPong?: boolean } = {},
+): Promise<TunnelClient> {
+  const ws = new WebSocket(tunnelUrl(hubUrl), {
+    headers: { authorization: `Bearer ${token}` },
+    autoPong: opts.autoPong ?? true,
+  });
+  const frames: HubFrame[] = [];
+  const waiting: ((f: HubFrame) => void)[] = [];
+  ws.on('message', (data) => {
+    const f = JSON.parse(data.toString()) as HubFrame;
+    const w = waiting.shift();
+    if (w) w(f);
+    else frames.push(f);
+  });
+  const take = (timeoutMs: number) =>
+    new Promise<HubFrame>((resolve, reject) => {
+      const f = frames.shift();
+      if (f) return resolve(f);
+      const timer = setTimeout(() => reject(new Error(`no frame within ${timeoutMs} ms`)), timeoutMs);
+      waiting.push((x) => {
+        clearTimeout(timer);
+        resolve(x);
+      });
+    });
+  await once(ws, 'open');
+  const hello = await take(10_000);
+  if (hello.type !== 'hello') throw new Error(`first frame is ${hello.type}, not hello`);
+  return {
+    ws,
+    hello,
+    async next(type, timeoutMs = 10_000) {
+      const f = await take(timeoutMs);
+      if (f.type !== type) throw new Error(`expected a ${type} frame, got ${JSON.stringify(f)}`);
+      return f as never;
+    },
+    ack(txId, result = {}) {
+      ws.send(JSON.stringify({ type: 'ack', tx_id: txId, status: 'ok', ...result }));
+    },
+    async close() {
+      if (ws.readyState === ws.CLOSED) return;
+      const closed = once(ws, 'close');
+      ws.close();
+      await closed;
+    },
+  };
+}
+
+/** Tries to open the tunnel and returns the HTTP reply that refused it. */
+export async function refusedUpgrade(
+  hubUrl: string,
+  headers: Record<string, string>,
+  path = '/v1/daemons/connect',
+  // biome-ignore lint/suspicious/noExplicitAny: test replies are inspected freely
+): Promise<{ status: number; body: any }> {
+  const ws = new WebSocket(`${hubUrl.replace(/^http/, 'ws')}${path}`, { headers });
+  ws.on('error', () => {});
+  const [, res] = (await once(ws, 'unexpected-response')) as [unknown, import('node:http').IncomingMessage];
+  let text = '';
+  for await (const chunk of res) text += chunk;
+  ws.terminate();
+  return { status: res.statusCode ?? 0, body: JSON.parse(text) };
+}

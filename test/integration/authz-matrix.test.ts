@@ -1,0 +1,303 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { hubOps } from '../../src/hub/ops.js';
+import { startTestHub, type TestHub } from '../helpers/hub.js';
+import { ACTORS, type Actor, addOrgUser, buildWorld, uniq, type World } from '../helpers/world.js';
+
+/**
+ * Who may call every foundation operation (CONTRACT.md §3): for each row and each actor of the
+ * world, exactly the allowed actors succeed; anonymous callers and bad tokens get 401, every other
+ * actor 403. Rows build fresh targets per call so that calls never interfere.
+ */
+
+// Operations of the daemon tunnel, covered by its own tests (src/hub/daemons/).
+const TUNNEL_OPS = new Set(['daemons/issue_dispatch_token', 'queue/claim']);
+// Every operation under these prefixes must have a row.
+const FOUNDATION_AREAS = [
+  'auth/',
+  'tokens/',
+  'orgs/',
+  'invites/',
+  'groups/',
+  'realms/',
+  'daemons/',
+  'settings/',
+  'mesh/',
+];
+
+const USERS: Actor[] = [
+  'outsider',
+  'org_member',
+  'realm_member',
+  'realm_operator',
+  'realm_admin',
+  'org_admin',
+  'org_owner',
+  'site_admin',
+];
+const ORG_MEMBERS: Actor[] = USERS.filter((a) => a !== 'outsider');
+const REALM_MEMBERS: Actor[] = ORG_MEMBERS.filter((a) => a !== 'org_member');
+const REALM_OPERATORS: Actor[] = REALM_MEMBERS.filter((a) => a !== 'realm_member');
+const REALM_ADMINS: Actor[] = REALM_OPERATORS.filter((a) => a !== 'realm_operator');
+const ORG_ADMINS: Actor[] = ['org_admin', 'org_owner', 'site_admin'];
+const ORG_OWNERS: Actor[] = ['org_owner', 'site_admin'];
+const SITE_ADMIN: Actor[] = ['site_admin'];
+
+interface Row {
+  op: string;
+  /** Shown in the test name when one op has several rows. */
+  note?: string;
+  allowed: readonly Actor[];
+  /** The request body for one call by `actor`; builds fresh targets as needed. */
+  body(actor: Actor): Promise<unknown> | unknown;
+  /** The token to call with, when not the actor's own (e.g. a fresh one to sign out). */
+  token?(actor: Actor): Promise<string | null>;
+  /** Undoes a successful call so the world stays intact. */
+  undo?(): Promise<void>;
+}
+
+type Outcome = 'ok' | 401 | 403 | string;
+
+describe('authorization matrix', () => {
+  let h: TestHub;
+  let w: World;
+  let orgSlug: string;
+  let memberEmail: string;
+  before(async () => {
+    h = await startTestHub();
+    w = await buildWorld(h);
+    orgSlug = (await h.ok('orgs/get', { id: w.orgId })).data.slug;
+    memberEmail = (await h.ok('auth/whoami', {}, w.tokens.org_member)).data.user.email;
+  });
+  after(() => h.close());
+
+  // Fresh targets, made by the site administrator.
+  const freshGroup = async () =>
+    (await h.ok('groups/new', { org_id: w.orgId, name: `g-${uniq()}` })).data.id as string;
+  const freshGroupWithMember = async () => {
+    const id = await freshGroup();
+    await h.ok('groups/add_member', { group_id: id, user_id: w.users.org_member!.id });
+    return id;
+  };
+  const freshRealmGroup = async (role = 'member') => {
+    const id = await freshGroup();
+    await h.ok('realms/add_member', { realm_id: w.realmId, member_type: 'group', member_id: id, role });
+    return id;
+  };
+  const freshKey = async () => {
+    const key = `matrix.${uniq()}`;
+    await h.ok('settings/set', { key, value: 'v' });
+    return key;
+  };
+  // A user token of `actor` that may be spent (revoked), or the actor's own for non-users.
+  const spareToken = async (actor: Actor) => {
+    const own = w.tokens[actor];
+    if (!USERS.includes(actor)) return own;
+    return (await h.ok('tokens/create', { name: `spare-${uniq()}` }, own)).data.token as string;
+  };
+  let decoyMember: string | null = null;
+
+  const rows: Row[] = [
+    { op: 'auth/whoami', allowed: [...USERS, 'realm_token'], body: () => ({}) },
+    {
+      // Anyone with the password may sign in, signed in or not; a daemon may not.
+      op: 'auth/sign_in',
+      allowed: ['anonymous', ...USERS],
+      body: () => ({ email: memberEmail, password: 'correct horse battery' }),
+    },
+    { op: 'auth/sign_out', allowed: USERS, body: () => ({}), token: spareToken },
+    { op: 'tokens/create', allowed: USERS, body: () => ({ name: `t-${uniq()}` }) },
+    { op: 'tokens/list', allowed: USERS, body: () => ({}) },
+    {
+      op: 'tokens/revoke',
+      allowed: USERS,
+      async body(actor) {
+        if (!USERS.includes(actor)) return { id: 'no-such-token' };
+        const t = await h.ok('tokens/create', { name: `r-${uniq()}` }, w.tokens[actor]);
+        return { id: t.data.id };
+      },
+    },
+    {
+      op: 'orgs/new',
+      allowed: SITE_ADMIN,
+      body: () => {
+        const s = `m-${uniq()}`;
+        return { slug: s, owner: { email: `owner@${s}.test` } };
+      },
+    },
+    { op: 'orgs/get', allowed: ORG_MEMBERS, body: () => ({ id: w.orgId }) },
+    { op: 'orgs/list', allowed: USERS, body: () => ({}) },
+    { op: 'orgs/update', allowed: ORG_ADMINS, body: () => ({ id: w.orgId, display_name: `Acme ${uniq()}` }) },
+    {
+      op: 'orgs/delete',
+      allowed: ORG_OWNERS,
+      body: () => ({ id: w.orgId }),
+      async undo() {
+        await h.ok('orgs/new', {
+          slug: orgSlug,
+          owner: { user_id: w.users.org_owner!.id },
+          reactivate: true,
+        });
+      },
+    },
+    {
+      op: 'orgs/invite_member',
+      allowed: ORG_ADMINS,
+      body: () => ({ org_id: w.orgId, email: `inv-${uniq()}@acme.test`, role: 'member' }),
+    },
+    { op: 'orgs/list_members', allowed: ORG_MEMBERS, body: () => ({ org_id: w.orgId }) },
+    {
+      op: 'orgs/set_member_role',
+      allowed: ORG_ADMINS,
+      body: () => ({ org_id: w.orgId, user_id: w.users.org_member!.id, role: 'member' }),
+    },
+    {
+      op: 'orgs/remove_member',
+      allowed: ORG_ADMINS,
+      async body(actor) {
+        if (ORG_ADMINS.includes(actor)) {
+          const u = await addOrgUser(h, w.orgId, `rm-${uniq()}@acme.test`, 'member');
+          return { org_id: w.orgId, user_id: u.id };
+        }
+        decoyMember ??= (await addOrgUser(h, w.orgId, `decoy-${uniq()}@acme.test`, 'member')).id;
+        return { org_id: w.orgId, user_id: decoyMember };
+      },
+    },
+    {
+      // Anyone holding an invitation code may accept it, signed in or not; a daemon may not.
+      op: 'invites/accept',
+      allowed: ['anonymous', ...USERS],
+      async body() {
+        const inv = await h.ok('orgs/invite_member', {
+          org_id: w.orgId,
+          email: `acc-${uniq()}@acme.test`,
+          role: 'member',
+        });
+        return { code: inv.data.code, password: 'correct horse battery' };
+      },
+    },
+    { op: 'groups/new', allowed: ORG_ADMINS, body: () => ({ org_id: w.orgId, name: `n-${uniq()}` }) },
+    { op: 'groups/list', allowed: ORG_MEMBERS, body: () => ({ org_id: w.orgId }) },
+    {
+      op: 'groups/add_member',
+      allowed: ORG_ADMINS,
+      body: async () => ({ group_id: await freshGroup(), user_id: w.users.org_member!.id }),
+    },
+    {
+      op: 'groups/remove_member',
+      allowed: ORG_ADMINS,
+      body: async () => ({ group_id: await freshGroupWithMember(), user_id: w.users.org_member!.id }),
+    },
+    { op: 'groups/remove', allowed: ORG_ADMINS, body: async () => ({ id: await freshGroupWithMember() }) },
+    { op: 'realms/new', allowed: ORG_ADMINS, body: () => ({ org_id: w.orgId, name: `r-${uniq()}` }) },
+    { op: 'realms/get', allowed: REALM_MEMBERS, body: () => ({ id: w.realmId }) },
+    {
+      op: 'realms/get',
+      note: 'a realm where only org owners and admins hold a role',
+      allowed: ORG_ADMINS,
+      body: () => ({ id: w.otherRealmId }),
+    },
+    { op: 'realms/list', allowed: ORG_MEMBERS, body: () => ({ org_id: w.orgId }) },
+    {
+      op: 'realms/remove',
+      allowed: ORG_ADMINS,
+      body: async () => ({
+        id: (await h.ok('realms/new', { org_id: w.orgId, name: `x-${uniq()}` })).data.id,
+      }),
+    },
+    {
+      op: 'realms/add_member',
+      allowed: REALM_ADMINS,
+      body: async () => ({
+        realm_id: w.realmId,
+        member_type: 'group',
+        member_id: await freshGroup(),
+        role: 'member',
+      }),
+    },
+    {
+      op: 'realms/remove_member',
+      allowed: REALM_ADMINS,
+      body: async () => ({ realm_id: w.realmId, member_type: 'group', member_id: await freshRealmGroup() }),
+    },
+    {
+      op: 'realms/set_member_role',
+      allowed: REALM_ADMINS,
+      body: async () => ({
+        realm_id: w.realmId,
+        member_type: 'group',
+        member_id: await freshRealmGroup(),
+        role: 'operator',
+      }),
+    },
+    { op: 'realms/list_members', allowed: REALM_MEMBERS, body: () => ({ realm_id: w.realmId }) },
+    {
+      op: 'realms/create_daemon_token',
+      allowed: REALM_ADMINS,
+      body: () => ({ realm_id: w.realmId, name: `d-${uniq()}` }),
+    },
+    { op: 'daemons/list', allowed: REALM_MEMBERS, body: () => ({ realm_id: w.realmId }) },
+    { op: 'daemons/get', allowed: REALM_MEMBERS, body: () => ({ id: w.daemonId }) },
+    {
+      op: 'daemons/remove',
+      allowed: REALM_ADMINS,
+      body: async () => ({
+        id: (await h.ok('realms/create_daemon_token', { realm_id: w.realmId, name: `rm-${uniq()}` })).data
+          .daemon_id,
+      }),
+    },
+    { op: 'settings/set', allowed: SITE_ADMIN, body: () => ({ key: `matrix.${uniq()}`, value: 'v' }) },
+    {
+      op: 'settings/get_by_key',
+      allowed: ['site_admin', 'realm_token'],
+      body: async () => ({ key: await freshKey() }),
+    },
+    { op: 'settings/remove', allowed: SITE_ADMIN, body: async () => ({ key: await freshKey() }) },
+    { op: 'settings/list', allowed: SITE_ADMIN, body: () => ({}) },
+    { op: 'mesh/adapters/list', allowed: USERS, body: () => ({}) },
+  ];
+
+  it('has a row for every foundation operation except the daemon tunnel’s', (t) => {
+    const registered = hubOps.map((o) => o.name);
+    const covered = new Set(rows.map((r) => r.op));
+    const uncovered = registered.filter((n) => !covered.has(n) && !TUNNEL_OPS.has(n));
+    const isFoundation = (n: string) => FOUNDATION_AREAS.some((a) => n.startsWith(a));
+    assert.deepEqual(
+      uncovered.filter(isFoundation),
+      [],
+      'foundation operations without a row in the authorization matrix',
+    );
+    // Later features add their rows here; until then, say which operations the matrix misses.
+    const later = uncovered.filter((n) => !isFoundation(n));
+    if (later.length) t.diagnostic(`not in the matrix yet: ${later.join(', ')}`);
+    const unknown = [...covered].filter((n) => !registered.includes(n));
+    assert.deepEqual(unknown, [], 'rows for operations that are not registered');
+  });
+
+  // ACTORS and rows are fixed: one test per row, one call per actor.
+  for (const row of rows) {
+    it(`${row.op}${row.note ? ` (${row.note})` : ''}`, async () => {
+      const expected: Record<string, Outcome> = {};
+      const actual: Record<string, Outcome> = {};
+      for (const actor of ACTORS) {
+        const allowed = row.allowed.includes(actor);
+        expected[actor] = allowed ? 'ok' : actor === 'anonymous' || actor === 'bad_token' ? 401 : 403;
+        const body = await row.body(actor);
+        const token = row.token ? await row.token(actor) : w.tokens[actor];
+        const r = await h.call(row.op, body, token);
+        if (r.body?.ok === true && (r.status === 200 || r.status === 201)) {
+          actual[actor] = 'ok';
+          await row.undo?.();
+        } else if (
+          (r.status === 401 && r.body?.error?.code === 'unauthorized') ||
+          (r.status === 403 && r.body?.error?.code === 'forbidden')
+        ) {
+          actual[actor] = r.status;
+        } else {
+          actual[actor] = `${r.status} ${JSON.stringify(r.body)}`;
+        }
+      }
+      assert.deepEqual(actual, expected);
+    });
+  }
+});
