@@ -282,16 +282,22 @@ describe('daemon tunnel', () => {
 
   it('tracks online/offline, last_seen_at and daemon.connected/disconnected events', async () => {
     const t0 = Date.now();
-    const events = () =>
-      hub()
-        .db.selectFrom('events')
-        .select(['type', 'realm_id', 'org_id'])
-        .where('subject_id', '=', w.daemonId)
-        .where('created_at', '>=', t0)
-        .orderBy('created_at')
-        .orderBy('id')
-        .execute();
+    // Only this connection's events: an earlier test's close may still be recording its own.
+    const events = async () =>
+      (
+        await hub()
+          .db.selectFrom('events')
+          .select(['type', 'realm_id', 'org_id', 'payload'])
+          .where('subject_id', '=', w.daemonId)
+          .orderBy('created_at')
+          .orderBy('id')
+          .execute()
+      )
+        .filter((e) => JSON.parse(e.payload).connection_id === connectionId)
+        .map(({ payload, ...e }) => e);
+    const connected = once(hub().tunnel.events, 'connected');
     const c = await connect();
+    const connectionId = ((await connected)[0] as { connection_id: string }).connection_id;
     const on = await h.ok('daemons/get', { id: w.daemonId });
     assert.equal(on.data.status, 'online');
     assert.ok(on.data.last_seen_at >= t0);
