@@ -3,7 +3,7 @@ import { AppError, notFound } from '../../shared/errors.js';
 import { verifyPassword } from '../../shared/password.js';
 import { refuseRealmToken, requireUser } from '../access/access.service.js';
 import { cursor, id, limit, name, op } from '../http/op.js';
-import { decodeCursor, pageOf } from '../http/paging.js';
+import { keysetPage } from '../http/paging.js';
 import { issueUserToken, userOut } from './users.js';
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -93,19 +93,13 @@ export const authOps = [
     input: z.object({ limit, cursor }),
     async handler(ctx, input) {
       const actor = requireUser(ctx.actor);
-      const after = decodeCursor(input.cursor);
-      let q = ctx.db
+      const q = ctx.db
         .selectFrom('tokens')
         .selectAll()
         .where('user_id', '=', actor.user.id)
         .where('revoked_at', 'is', null)
         .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', ctx.now())]));
-      if (after) q = q.where('id', '>', after);
-      const rows = await q
-        .orderBy('id')
-        .limit(input.limit + 1)
-        .execute();
-      const page = pageOf(rows, input.limit, (r) => r.id);
+      const page = await keysetPage(q, input);
       return { data: page.data.map(tokenOut), next_cursor: page.next_cursor };
     },
   }),

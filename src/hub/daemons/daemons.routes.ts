@@ -3,7 +3,7 @@ import { notFound } from '../../shared/errors.js';
 import { requireRealm, requireUser } from '../access/access.service.js';
 import type { Hub } from '../context.js';
 import { cursor, id, limit, op } from '../http/op.js';
-import { decodeCursor, pageOf } from '../http/paging.js';
+import { keysetPage } from '../http/paging.js';
 import { daemonOut } from './daemons.repo.js';
 import { signDispatchToken } from './dispatch.js';
 
@@ -25,18 +25,14 @@ export const daemonOps = [
     input: z.object({ realm_id: id, limit, cursor }),
     async handler(ctx, input) {
       const { realm } = await requireRealm(ctx, ctx.actor, input.realm_id, 'runs.view');
-      const after = decodeCursor(input.cursor);
-      let q = ctx.db
-        .selectFrom('daemons')
-        .selectAll()
-        .where('realm_id', '=', realm.id)
-        .where('revoked_at', 'is', null);
-      if (after) q = q.where('id', '>', after);
-      const rows = await q
-        .orderBy('id')
-        .limit(input.limit + 1)
-        .execute();
-      const page = pageOf(rows, input.limit, (r) => r.id);
+      const page = await keysetPage(
+        ctx.db
+          .selectFrom('daemons')
+          .selectAll()
+          .where('realm_id', '=', realm.id)
+          .where('revoked_at', 'is', null),
+        input,
+      );
       return { data: page.data.map(daemonOut), next_cursor: page.next_cursor };
     },
   }),

@@ -6,7 +6,7 @@ import type { Actor } from '../access/actor.js';
 import type { Hub } from '../context.js';
 import { aclChanged } from '../daemons/acl.js';
 import { cursor, id, limit, name, op } from '../http/op.js';
-import { decodeCursor, pageOf } from '../http/paging.js';
+import { keysetPage } from '../http/paging.js';
 import { findGroup, groupOut, membersOf } from './groups.repo.js';
 
 /** Loads a group and checks the caller may manage its organization's members. */
@@ -43,14 +43,10 @@ export const groupOps = [
     input: z.object({ org_id: id, limit, cursor }),
     async handler(ctx, input) {
       const { org } = await requireOrg(ctx, ctx.actor, input.org_id, 'orgs.view');
-      const after = decodeCursor(input.cursor);
-      let q = ctx.db.selectFrom('groups').selectAll().where('org_id', '=', org.id);
-      if (after) q = q.where('id', '>', after);
-      const rows = await q
-        .orderBy('id')
-        .limit(input.limit + 1)
-        .execute();
-      const page = pageOf(rows, input.limit, (r) => r.id);
+      const page = await keysetPage(
+        ctx.db.selectFrom('groups').selectAll().where('org_id', '=', org.id),
+        input,
+      );
       const members = await membersOf(
         ctx.db,
         page.data.map((g) => g.id),

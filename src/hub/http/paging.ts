@@ -1,3 +1,4 @@
+import { type SelectQueryBuilder, sql } from 'kysely';
 import { AppError } from '../../shared/errors.js';
 
 /**
@@ -25,4 +26,23 @@ export function pageOf<T>(
   if (rows.length <= limit) return { data: rows, next_cursor: null };
   const data = rows.slice(0, limit);
   return { data, next_cursor: Buffer.from(idOf(data[data.length - 1]!)).toString('base64url') };
+}
+
+/**
+ * One page of a query ordered by a unique, time-ordered id column (`id` by default, or a qualified
+ * `users.id` in a join): applies the cursor, the order and `limit + 1`, and returns the page.
+ */
+export async function keysetPage<O extends Record<string, unknown>>(
+  // biome-ignore lint/suspicious/noExplicitAny: any table and selection; the column is given by name
+  q: SelectQueryBuilder<any, any, O>,
+  input: { limit: number; cursor?: string | undefined },
+  column = 'id',
+): Promise<{ data: O[]; next_cursor: string | null }> {
+  const after = decodeCursor(input.cursor);
+  const key = column.split('.').pop()!;
+  const rows = await (after ? q.where(sql.ref(column), '>', after) : q)
+    .orderBy(sql.ref(column))
+    .limit(input.limit + 1)
+    .execute();
+  return pageOf(rows, input.limit, (r) => String(r[key]));
 }

@@ -3,7 +3,7 @@ import { conflict, notFound } from '../../shared/errors.js';
 import { refuseRealmToken, requireOrg, requireSiteAdmin, requireUser } from '../access/access.service.js';
 import { aclChanged } from '../daemons/acl.js';
 import { cursor, id, limit, name, op } from '../http/op.js';
-import { decodeCursor, pageOf } from '../http/paging.js';
+import { keysetPage } from '../http/paging.js';
 import {
   acceptInvite,
   createInvite,
@@ -76,19 +76,13 @@ export const orgOps = [
     input: z.object({ limit, cursor }),
     async handler(ctx, input) {
       const actor = requireUser(ctx.actor);
-      const after = decodeCursor(input.cursor);
       let q = ctx.db.selectFrom('orgs').selectAll('orgs').where('orgs.deleted_at', 'is', null);
       if (actor.user.is_site_admin !== 1) {
         q = q
           .innerJoin('org_members', 'org_members.org_id', 'orgs.id')
           .where('org_members.user_id', '=', actor.user.id);
       }
-      if (after) q = q.where('orgs.id', '>', after);
-      const rows = await q
-        .orderBy('orgs.id')
-        .limit(input.limit + 1)
-        .execute();
-      const page = pageOf(rows, input.limit, (r) => r.id);
+      const page = await keysetPage(q, input, 'orgs.id');
       return {
         data: await Promise.all(page.data.map((o) => orgOut(ctx.db, o))),
         next_cursor: page.next_cursor,
@@ -147,18 +141,12 @@ export const orgOps = [
     input: z.object({ org_id: id, limit, cursor }),
     async handler(ctx, input) {
       const { org } = await requireOrg(ctx, ctx.actor, input.org_id, 'orgs.view');
-      const after = decodeCursor(input.cursor);
-      let q = ctx.db
+      const q = ctx.db
         .selectFrom('org_members as m')
         .innerJoin('users as u', 'u.id', 'm.user_id')
         .select(['u.id', 'u.handle', 'u.email', 'u.display_name', 'u.status', 'm.role', 'm.created_at'])
         .where('m.org_id', '=', org.id);
-      if (after) q = q.where('u.id', '>', after);
-      const rows = await q
-        .orderBy('u.id')
-        .limit(input.limit + 1)
-        .execute();
-      const page = pageOf(rows, input.limit, (r) => r.id);
+      const page = await keysetPage(q, input, 'u.id');
       return {
         data: page.data.map((r) => ({
           user: {

@@ -9,7 +9,7 @@ import type { Hub } from '../context.js';
 import { aclChanged } from '../daemons/acl.js';
 import { daemonOut } from '../daemons/daemons.repo.js';
 import { cursor, id, limit, name, op } from '../http/op.js';
-import { decodeCursor, pageOf } from '../http/paging.js';
+import { keysetPage } from '../http/paging.js';
 import { insertRealm, realmOut, upsertRealmMember } from './realms.repo.js';
 
 const memberType = z.enum(['user', 'daemon', 'group']);
@@ -101,7 +101,6 @@ export const realmOps = [
     input: z.object({ org_id: id, limit, cursor }),
     async handler(ctx, input) {
       const { org, role: orgRole, actor } = await requireOrg(ctx, ctx.actor, input.org_id, 'orgs.view');
-      const after = decodeCursor(input.cursor);
       let q = ctx.db.selectFrom('realms').selectAll().where('org_id', '=', org.id);
       if (orgRole === 'member') {
         const uid = actor.user.id;
@@ -129,12 +128,7 @@ export const realmOps = [
           ]),
         );
       }
-      if (after) q = q.where('id', '>', after);
-      const rows = await q
-        .orderBy('id')
-        .limit(input.limit + 1)
-        .execute();
-      const page = pageOf(rows, input.limit, (r) => r.id);
+      const page = await keysetPage(q, input);
       return { data: page.data.map(realmOut), next_cursor: page.next_cursor };
     },
   }),
@@ -240,15 +234,12 @@ export const realmOps = [
     input: z.object({ realm_id: id, limit, cursor }),
     async handler(ctx, input) {
       const { realm } = await requireRealm(ctx, ctx.actor, input.realm_id, 'runs.view');
-      const after = decodeCursor(input.cursor);
       // Member ids (users, groups, daemons) are time-ordered UUIDs, unique across member types.
-      let q = ctx.db.selectFrom('realm_members').selectAll().where('realm_id', '=', realm.id);
-      if (after) q = q.where('member_id', '>', after);
-      const rows = await q
-        .orderBy('member_id')
-        .limit(input.limit + 1)
-        .execute();
-      const page = pageOf(rows, input.limit, (r) => r.member_id);
+      const page = await keysetPage(
+        ctx.db.selectFrom('realm_members').selectAll().where('realm_id', '=', realm.id),
+        input,
+        'member_id',
+      );
       return { data: page.data, next_cursor: page.next_cursor };
     },
   }),
