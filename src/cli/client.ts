@@ -41,6 +41,8 @@ export function createHubClient(opts: {
   url: string;
   token?: string | null;
   fetch?: typeof fetch;
+  /** What the URL is, in error messages (default `hub`; `svc tokens create --local` says `daemon`). */
+  server?: string;
 }): HubClient {
   const base = opts.url.replace(/\/+$/, '');
   const token = opts.token ?? null;
@@ -62,7 +64,7 @@ export function createHubClient(opts: {
       } catch (err) {
         const cause = (err as { cause?: { code?: string; message?: string } }).cause;
         throw new CliError(
-          `cannot reach the hub at ${base} (${cause?.code ?? cause?.message ?? String(err)})`,
+          `cannot reach the ${opts.server ?? 'hub'} at ${base} (${cause?.code ?? cause?.message ?? String(err)})`,
         );
       }
       const text = await res.text();

@@ -51,7 +51,15 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
       },
     });
     const db = new Kysely<T>({ dialect: new PostgresDialect({ pool }) });
-    return { db, dialect: 'postgres', close: () => db.destroy() };
+    return {
+      db,
+      dialect: 'postgres',
+      close: async () => {
+        // Kysely only destroys a driver it started: end the pool ourselves if no query ever ran.
+        await db.destroy();
+        if (!pool.ended) await pool.end();
+      },
+    };
   }
   const sqlite = new SQLite(opts.url);
   sqlite.pragma('journal_mode = WAL');
@@ -59,7 +67,14 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   const db = new Kysely<T>({ dialect: new FastSqliteDialect(sqlite) });
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'sqlite',
+    close: async () => {
+      await db.destroy();
+      if (sqlite.open) sqlite.close();
+    },
+  };
 }
 
 function quoteIdent(name: string): string {

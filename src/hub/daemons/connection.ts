@@ -189,6 +189,7 @@ function onMessage(s: TunnelState, conn: Conn, text: string): void {
     (async () => {
       const first = await markAcked(s.deps.db, conn.daemonId, ack, s.deps.now());
       if (!first) return; // a repeated ack, or a tx_id that is not this daemon's: nothing to do
+      s.deps.log.debug({ daemon_id: conn.daemonId, tx_id: ack.tx_id, status: ack.status }, 'command acked');
       s.events.emit('ack', {
         tx_id: ack.tx_id,
         daemon_id: conn.daemonId,
