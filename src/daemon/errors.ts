@@ -15,7 +15,8 @@ export type DaemonErrorCode =
   | 'INTERNAL_ERROR'
   | 'CLAIM_FAILED'
   | 'DAEMON_ID_UNKNOWN'
-  | 'HUB_CREDENTIALS_MISSING';
+  | 'HUB_CREDENTIALS_MISSING'
+  | 'WORKSPACE_INVALID';
 
 export const DAEMON_STATUS: Record<DaemonErrorCode, number> = {
   PAYLOAD_INVALID: 400,
@@ -30,6 +31,7 @@ export const DAEMON_STATUS: Record<DaemonErrorCode, number> = {
   CLAIM_FAILED: 502,
   DAEMON_ID_UNKNOWN: 503,
   HUB_CREDENTIALS_MISSING: 503,
+  WORKSPACE_INVALID: 400,
 };
 
 /** One PAYLOAD_INVALID issue: `path` is dotted (`message.type`), `(body)` for the body itself. */

@@ -37,6 +37,13 @@ export interface HubApi {
   claim(queueItemId: string, daemonId: string): Promise<{ claimed: boolean }>;
   /** `auth/whoami` with a caller's `svc_tok_`: the user id, or null when the hub refuses the token. */
   whoami(userToken: string): Promise<{ userId: string } | null>;
+  /**
+   * Any daemon-side hub operation with the realm token (`runs/report`, `runs/renew_lease`…): the
+   * reply's `data`. Throws HubRefusedError (the hub said no) or HubUnreachableError.
+   */
+  call<T = unknown>(op: string, body: unknown): Promise<T>;
+  /** `workspaces/remove {daemon_id, path}` with the realm token: whether the hub had it. */
+  removeWorkspace(daemonId: string, path: string): Promise<{ removed: boolean }>;
 }
 
 const CLAIM_ATTEMPTS = 3;
@@ -115,6 +122,18 @@ export function createHubApi(opts: HubApiOptions): HubApi {
       }
       if (r.body?.ok !== true) throw refused(r);
       return { claimed: r.body.data?.claimed === true };
+    },
+    async call(op, body) {
+      if (!opts.realmToken) throw new HubRefusedError(0, null, 'no realm token');
+      const r = await post(op, body, opts.realmToken);
+      if (r.body?.ok !== true) throw refused(r);
+      return r.body.data;
+    },
+    async removeWorkspace(daemonId, path) {
+      if (!opts.realmToken) throw new HubRefusedError(0, null, 'no realm token');
+      const r = await post('workspaces/remove', { daemon_id: daemonId, path }, opts.realmToken);
+      if (r.body?.ok !== true) throw refused(r);
+      return { removed: r.body.removed === true };
     },
     async whoami(userToken) {
       const r = await post('auth/whoami', {}, userToken);

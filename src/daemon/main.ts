@@ -19,6 +19,7 @@ import {
   type Router,
 } from './router.js';
 import { daemonRoutes } from './routes.js';
+import { Runner } from './runner/runner.js';
 import { createDaemonApp } from './server.js';
 import { pruneTxReplies } from './tx-replies.repo.js';
 
@@ -43,6 +44,8 @@ export interface StartDaemonOptions {
   routes?: readonly Route[];
   /** Stored tx_id replies older than this are pruned at start (default 7 days). */
   txRetentionMs?: number;
+  /** Run executor options (SIGTERM → SIGKILL grace, log upload interval). */
+  runner?: { killGraceMs?: number; logFlushMs?: number };
 }
 
 export interface RunningDaemon {
@@ -62,7 +65,9 @@ export interface RunningDaemon {
   connected(): boolean;
   /** Runs a route as the given caller (default: local), exactly as HTTP and hub commands do. */
   dispatch(path: string, body: unknown, caller?: Caller): Promise<DispatchResult>;
-  /** Closes the tunnel, the HTTP server and the database, in that order. */
+  /** The run executor. */
+  runner: Runner;
+  /** Stops the runs (agents killed), closes the tunnel, the HTTP server and the database, in that order. */
   close(): Promise<void>;
 }
 
@@ -94,7 +99,8 @@ export async function startDaemon(opts: StartDaemonOptions): Promise<RunningDaem
       realmToken: config.realmToken,
       ...(opts.fetch ? { fetch: opts.fetch } : {}),
     });
-    const ctx: DaemonContext = { db, config, identity, hub, log, now };
+    const runner = new Runner({ db, hub, log, now, home: config.home, ...opts.runner });
+    const ctx: DaemonContext = { db, config, identity, hub, log, now, runner };
     const router = createRouter(ctx, opts.routes ?? daemonRoutes);
     const connected = () => withHub && identity.dispatchKey !== null;
     const checkCredential = createCredentialChecker({
@@ -110,6 +116,7 @@ export async function startDaemon(opts: StartDaemonOptions): Promise<RunningDaem
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : config.port;
     const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+    runner.daemonUrl = url;
 
     if (withHub) {
       link = new HubLink({
@@ -124,6 +131,10 @@ export async function startDaemon(opts: StartDaemonOptions): Promise<RunningDaem
         ...(opts.random ? { random: opts.random } : {}),
         ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}),
       });
+      // Runs interrupted by a stop of this daemon are reported failed once the hub is reachable.
+      const recover = () =>
+        void runner.recover().catch((err) => log.warn({ err }, 'could not report interrupted runs'));
+      link.on('connected', recover);
       link.start();
     }
     log.info({ url, hub: withHub ? config.hubUrls : null }, 'daemon listening');
@@ -139,11 +150,13 @@ export async function startDaemon(opts: StartDaemonOptions): Promise<RunningDaem
       identity,
       router,
       link,
+      runner,
       daemonId: () => identity.daemonId,
       connected,
       dispatch: (path, body, caller = { kind: 'local' }) => router.dispatch(path, body, caller),
       close() {
         closing ??= (async () => {
+          await runner.close();
           await link?.close();
           await server.close();
           await database.close();

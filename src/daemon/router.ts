@@ -7,6 +7,7 @@ import type { DaemonDB } from './db/schema.js';
 import { DaemonError, type PayloadIssue } from './errors.js';
 import type { HubApi } from './hub-api.js';
 import type { DaemonIdentity } from './identity.js';
+import type { Runner } from './runner/runner.js';
 import { findTxReply, type StoredReply, saveTxReply } from './tx-replies.repo.js';
 
 /**
@@ -30,6 +31,8 @@ export interface DaemonContext {
   hub: HubApi;
   log: Logger;
   now: Clock;
+  /** Executes runs (src/daemon/runner/); absent in tests that build a bare router. */
+  runner?: Runner;
 }
 
 export interface RouteContext extends DaemonContext {

@@ -15,7 +15,9 @@ const openFiles = () =>
   });
 
 describe('openDatabase', () => {
-  it('close releases the SQLite file also when no query ever ran', { skip: process.platform !== 'linux' }, async () => {
+  it('close releases the SQLite file also when no query ever ran', {
+    skip: process.platform !== 'linux',
+  }, async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-db-'));
     try {
       const file = path.join(dir, 'x.db');

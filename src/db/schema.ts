@@ -191,6 +191,187 @@ export interface TeamVersionsTable {
   updated_at: number;
 }
 
+/**
+ * A team version on a daemon. `status` is the state the daemon last confirmed (a row whose first
+ * install is not confirmed yet is `uninstalled` with `installed_at` null); `pending_action` and
+ * `pending_tx_id` name the command still waiting for the daemon's ack.
+ */
+export interface TeamInstallsTable {
+  id: string;
+  daemon_id: string;
+  realm_id: string;
+  team_version_id: string;
+  team_id: string;
+  status: 'installed' | 'uninstalled';
+  pending_action: 'install' | 'uninstall' | null;
+  pending_tx_id: string | null;
+  /** JSON `{code, message}`: why the daemon refused the last command. */
+  last_error: string | null;
+  installed_at: number | null;
+  uninstalled_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A directory on a daemon's machine where runs execute; recorded once the daemon accepted it. */
+export interface WorkspacesTable {
+  id: string;
+  daemon_id: string;
+  realm_id: string;
+  path: string;
+  name: string;
+  /** JSON array of team ids (`team_versions.team_id`) assigned to the workspace. */
+  team_ids: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A run of a team or an agent (src/hub/runs/). JSON columns are text. */
+export interface RunsTable {
+  run_id: string;
+  org_id: string;
+  realm_id: string;
+  workspace_id: string | null;
+  workspace_path: string | null;
+  team_id: string | null;
+  team_version_id: string | null;
+  agent_id: string | null;
+  daemon_id: string | null;
+  parent_run_id: string | null;
+  parent_phase: string | null;
+  root_run_id: string | null;
+  call_path: string | null;
+  call_depth: number;
+  iteration_key: string | null;
+  run_name: string;
+  state: string;
+  inputs: string;
+  /** JSON: phase name → that phase's outputs. */
+  outputs: string;
+  error: string | null;
+  execution_type: string;
+  current_pid: number | null;
+  current_phase: string | null;
+  external_id: string | null;
+  context_labels: string | null;
+  reviewers: string | null;
+  notify_channels: string | null;
+  /** Grows with every dispatch or claim; daemon calls with an older epoch are refused. */
+  lease_epoch: number;
+  lease_expires_at: number;
+  queue_item_id: string | null;
+  pending_control: string | null;
+  /** tx_id of the control command (cancel) waiting for its daemon's ack. */
+  control_tx_id: string | null;
+  started_at: number;
+  completed_at: number | null;
+  state_lost_at: number | null;
+  terminated_at: number | null;
+  terminated_by_user_id: string | null;
+  terminated_reason: string | null;
+  created_by_user_id: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface RunHistoryTable {
+  id: string;
+  run_id: string;
+  type: string;
+  at: number;
+  from_phase: string | null;
+  phase: string | null;
+  /** The run's state after this entry. */
+  state: string;
+  error: string | null;
+  actor: string | null;
+}
+
+export interface RunLogsTable {
+  run_id: string;
+  seq: number;
+  at: number;
+  stream: string;
+  phase: string | null;
+  text: string;
+}
+
+/** A notification channel: where events go (CONTRACT.md §7). `destinations` is JSON. */
+export interface NotificationChannelsTable {
+  id: string;
+  scope: 'realm' | 'org' | 'personal';
+  realm_id: string | null;
+  org_id: string | null;
+  user_id: string | null;
+  /** The organization the channel belongs to (its own or its realm's); null for personal channels. */
+  owner_org_id: string | null;
+  name: string;
+  destinations: string;
+  enabled: number;
+  /** The HMAC signing key (shown once at creation; see docs/security.md). */
+  secret: string;
+  system_key: string | null;
+  locked: number;
+  system_reason: string | null;
+  disabled_reason: string | null;
+  consecutive_failures: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface NotificationRulesTable {
+  id: string;
+  org_id: string;
+  realm_id: string | null;
+  event: string;
+  filter_team_id: string | null;
+  filter_state: string | null;
+  system_key: string | null;
+  locked: number;
+  created_by: string | null;
+  created_at: number;
+}
+
+export interface NotificationRuleChannelsTable {
+  rule_id: string;
+  channel_id: string;
+}
+
+/** The notification outbox: one row per (event, channel destination). */
+export interface NotificationDeliveriesTable {
+  id: string;
+  channel_id: string;
+  event_id: string;
+  event_type: string;
+  kind: 'event' | 'test';
+  destination_index: number;
+  destination_type: string;
+  url: string;
+  body: string;
+  state: 'pending' | 'succeeded' | 'failed' | 'cancelled';
+  attempts: number;
+  next_attempt_at: number;
+  lease_owner: string | null;
+  lease_until: number | null;
+  last_status_code: number | null;
+  last_latency_ms: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  completed_at: number | null;
+}
+
+export interface NotificationAttemptsTable {
+  id: string;
+  delivery_id: string;
+  attempt: number;
+  outcome: 'success' | 'retry' | 'permanent';
+  status_code: number | null;
+  latency_ms: number;
+  error: string | null;
+  at: number;
+}
+
 export interface DB {
   users: UsersTable;
   tokens: TokensTable;
@@ -209,4 +390,14 @@ export interface DB {
   hub_keys: HubKeysTable;
   agents: AgentsTable;
   team_versions: TeamVersionsTable;
+  team_installs: TeamInstallsTable;
+  workspaces: WorkspacesTable;
+  runs: RunsTable;
+  run_history: RunHistoryTable;
+  run_logs: RunLogsTable;
+  notification_channels: NotificationChannelsTable;
+  notification_rules: NotificationRulesTable;
+  notification_rule_channels: NotificationRuleChannelsTable;
+  notification_deliveries: NotificationDeliveriesTable;
+  notification_attempts: NotificationAttemptsTable;
 }

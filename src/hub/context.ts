@@ -33,6 +33,23 @@ export interface HubConfig {
   outboxResendMs: number;
   /** Dispatch tokens live this long (at most 5 minutes). */
   dispatchTokenTtlMs: number;
+  /** The run lease sweeper runs this often. */
+  runSweepMs: number;
+  /** Notification delivery worker (src/hub/notifications/worker.ts): the outbox is polled this often. */
+  notifyPollMs: number;
+  /** Deliveries claimed per poll (per hub process). */
+  notifyBatchSize: number;
+  /** Per-destination timeout of one attempt (DNS, connect, reply). */
+  notifyTimeoutMs: number;
+  /** Backoff before the n-th retry: between half and all of min(cap, base · 2^(n-1)). */
+  notifyRetryBaseMs: number;
+  notifyRetryCapMs: number;
+  /** Attempts per delivery before it fails for good (counts as one permanent failure of the channel). */
+  notifyMaxAttempts: number;
+  /** A claimed delivery is another process's to retry when its claimer has not finished by then. */
+  notifyLeaseMs: number;
+  /** A channel is disabled after this many consecutive permanently failed deliveries. */
+  notifyDisableAfter: number;
 }
 
 export const DEFAULT_HUB_CONFIG: HubConfig = {
@@ -43,4 +60,13 @@ export const DEFAULT_HUB_CONFIG: HubConfig = {
   outboxScanMs: 2_000,
   outboxResendMs: 30_000,
   dispatchTokenTtlMs: 5 * 60 * 1000,
+  runSweepMs: 1_000,
+  notifyPollMs: 1_000,
+  notifyBatchSize: 20,
+  notifyTimeoutMs: 10_000,
+  notifyRetryBaseMs: 5_000,
+  notifyRetryCapMs: 15 * 60 * 1000,
+  notifyMaxAttempts: 10,
+  notifyLeaseMs: 60_000,
+  notifyDisableAfter: 5,
 };

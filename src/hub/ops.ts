@@ -1,14 +1,19 @@
 import { authOps } from './auth/auth.routes.js';
 import { agentOps } from './catalog/agents.routes.js';
+import { installOps } from './catalog/installs.routes.js';
 import { teamOps } from './catalog/teams.routes.js';
 import { daemonOps } from './daemons/daemons.routes.js';
 import { queueOps } from './daemons/queue.routes.js';
 import { groupOps } from './groups/groups.routes.js';
 import type { Op } from './http/op.js';
 import { meshOps } from './mesh/mesh.routes.js';
+import { channelOps } from './notifications/channels.routes.js';
+import { ruleOps } from './notifications/rules.routes.js';
 import { orgOps } from './orgs/orgs.routes.js';
 import { realmOps } from './realms/realms.routes.js';
+import { runOps } from './runs/runs.routes.js';
 import { settingOps } from './settings/settings.routes.js';
+import { workspaceOps } from './workspaces/workspaces.routes.js';
 
 /** Every hub operation. A feature adds its list here. */
 export const hubOps: Op[] = [
@@ -20,6 +25,11 @@ export const hubOps: Op[] = [
   ...queueOps,
   ...settingOps,
   ...meshOps,
+  ...channelOps,
+  ...ruleOps,
   ...agentOps,
   ...teamOps,
+  ...runOps,
+  ...installOps,
+  ...workspaceOps,
 ];

@@ -6,8 +6,10 @@ import { bootstrapAdmin } from './auth/users.js';
 import { DEFAULT_HUB_CONFIG, type Hub, type HubConfig } from './context.js';
 import { createTunnel } from './daemons/tunnel.js';
 import { createHubApp } from './http/app.js';
+import { startDeliveryWorker } from './notifications/worker.js';
 import { hubOps } from './ops.js';
 import { createMailer } from './orgs/mailer.js';
+import { startRunsBackground } from './runs/runs.background.js';
 
 export interface StartHubOptions {
   databaseUrl: string;
@@ -64,6 +66,10 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
       await app.close();
       throw err;
     }
+    // Notification delivery (src/hub/notifications/): polls the durable outbox until close.
+    const notifier = startDeliveryWorker(hub);
+    // Runs (src/hub/runs/): lease sweeper, dispatch when a daemon connects, cancel acks.
+    const stopRuns = startRunsBackground(hub, hub.config.runSweepMs);
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
     const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;
@@ -74,6 +80,8 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
       url,
       bootstrapToken,
       async close() {
+        await stopRuns();
+        await notifier.close();
         await app.close();
         hub.mailer?.close();
         await database.close();

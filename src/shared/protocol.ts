@@ -72,3 +72,134 @@ export type DaemonFrame = z.infer<typeof DaemonFrame>;
 
 /** The daemon API's version, shown in its OpenAPI document. */
 export const DAEMON_API_VERSION = '1.13.5';
+
+// ── Runs (src/hub/runs/, src/daemon/runner/) ─────────────────────────────────────────────────────
+
+/** A phase of a pinned team definition (references pinned to `name@version` and a row id). */
+export const RunPhase = z.looseObject({
+  name: z.string().min(1),
+  agent: z.string().optional(),
+  agent_id: z.string().optional(),
+  team: z.string().optional(),
+  team_version_id: z.string().optional(),
+  foreach: z.string().optional(),
+  max_parallel: z.number().int().min(1).optional(),
+  inputs: z.record(z.string(), z.unknown()).optional(),
+});
+export type RunPhase = z.infer<typeof RunPhase>;
+
+/** An agent manifest as the daemon needs it to start the agent. */
+export const RunAgentManifest = z.looseObject({
+  name: z.string(),
+  version: z.string(),
+  agent_type: z.string().default('exec'),
+  command: z.array(z.string()).min(1),
+  env: z.record(z.string(), z.string()).default({}),
+  timeout_ms: z.number().int().min(1).default(600_000),
+});
+export type RunAgentManifest = z.infer<typeof RunAgentManifest>;
+
+/**
+ * hub → daemon `runs/execute`: everything the daemon needs to run the phases, so the runner does
+ * not depend on installed-team storage. `start_phase` is where a resumed run continues; `outputs`
+ * are the outputs of the phases already done (phase name → outputs).
+ */
+export const ExecuteRunBody = z.looseObject({
+  run_id: z.string().min(1),
+  lease_epoch: z.number().int().min(1),
+  lease_ms: z.number().int().min(100),
+  execution_type: z.enum(['team', 'agent']),
+  team: z.object({
+    name: z.string(),
+    version: z.string(),
+    team_version_id: z.string().nullable(),
+    phases: z.array(RunPhase).min(1),
+  }),
+  /** agent_id → manifest, for every agent phase of the definition. */
+  agents: z.record(z.string(), RunAgentManifest),
+  start_phase: z.string().nullable(),
+  inputs: z.record(z.string(), z.unknown()),
+  outputs: z.record(z.string(), z.unknown()),
+  /** The workspace directory; null: the daemon uses a per-run directory under its home. */
+  workspace_path: z.string().nullable(),
+  call_depth: z.number().int().min(0),
+  tx_id: z.string().optional(),
+});
+export type ExecuteRunBody = z.infer<typeof ExecuteRunBody>;
+
+/** hub → daemon `runs/cancel`: stop the run (SIGTERM, then SIGKILL) and report `cancelled`. */
+export const CancelRunBody = z.looseObject({
+  run_id: z.string().min(1),
+  lease_epoch: z.number().int().min(0),
+  reason: z.string().nullable().optional(),
+  tx_id: z.string().optional(),
+});
+export type CancelRunBody = z.infer<typeof CancelRunBody>;
+
+/** hub → daemon `runs/child_ended`: a child run of one of this daemon's runs reached an end. */
+export const ChildEndedBody = z.looseObject({
+  run_id: z.string().min(1),
+  child_run_id: z.string().min(1),
+  state: z.string(),
+  outputs: z.record(z.string(), z.unknown()),
+  error: z.unknown().optional(),
+  tx_id: z.string().optional(),
+});
+export type ChildEndedBody = z.infer<typeof ChildEndedBody>;
+
+export const RUN_REPORT_EVENTS = [
+  'started',
+  'phase.started',
+  'phase.completed',
+  'awaiting_input',
+  'input.received',
+  'succeeded',
+  'failed',
+  'cancelled',
+] as const;
+
+/** daemon → hub `runs/report` (realm token). */
+export const RunReportBody = z.object({
+  run_id: z.string().min(1),
+  lease_epoch: z.number().int().min(0),
+  event: z.enum(RUN_REPORT_EVENTS),
+  phase: z.string().min(1).max(200).optional(),
+  error: z.string().max(10_000).optional(),
+  /** A phase's outputs: an object, or a list (a `foreach` phase); an agent's scalar arrives as `{value}`. */
+  outputs: z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional(),
+  pid: z.number().int().min(1).optional(),
+});
+export type RunReportBody = z.infer<typeof RunReportBody>;
+
+/** daemon → hub `runs/renew_lease`. */
+export const RenewLeaseBody = z.object({
+  runs: z.array(z.object({ run_id: z.string().min(1), lease_epoch: z.number().int().min(0) })).max(1000),
+});
+export type RenewLeaseBody = z.infer<typeof RenewLeaseBody>;
+
+export const RunLogLine = z.object({
+  stream: z.enum(['stdout', 'stderr', 'system']),
+  text: z.string().max(65_536),
+  at: z.number().int().optional(),
+  phase: z.string().max(200).nullable().optional(),
+});
+export type RunLogLine = z.infer<typeof RunLogLine>;
+
+/** daemon → hub `runs/append_logs`. */
+export const AppendLogsBody = z.object({
+  run_id: z.string().min(1),
+  lease_epoch: z.number().int().min(0),
+  lines: z.array(RunLogLine).max(5000),
+});
+export type AppendLogsBody = z.infer<typeof AppendLogsBody>;
+
+/** daemon → hub `runs/start_child`: a `team:` phase starts a child run. */
+export const StartChildBody = z.object({
+  parent_run_id: z.string().min(1),
+  lease_epoch: z.number().int().min(0),
+  parent_phase: z.string().min(1).max(200),
+  team_version_id: z.string().min(1),
+  inputs: z.record(z.string(), z.unknown()).default({}),
+  iteration_key: z.string().max(500).nullable().default(null),
+});
+export type StartChildBody = z.infer<typeof StartChildBody>;

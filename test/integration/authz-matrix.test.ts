@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { WebSocket } from 'ws';
 import { hubOps } from '../../src/hub/ops.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
+import { tunnelUrl } from '../helpers/tunnel-client.js';
 import { ACTORS, type Actor, addOrgUser, buildWorld, uniq, type World } from '../helpers/world.js';
 
 /**
@@ -23,6 +25,11 @@ const FOUNDATION_AREAS = [
   'daemons/',
   'settings/',
   'mesh/',
+  'agents/',
+  'teams/',
+  'workspaces/',
+  'notification_channels/',
+  'notifications/',
 ];
 
 const USERS: Actor[] = [
@@ -63,15 +70,44 @@ describe('authorization matrix', () => {
   let w: World;
   let orgSlug: string;
   let memberEmail: string;
+  let teamVersionId: string;
+  let workspaceId: string;
   before(async () => {
     h = await startTestHub();
     w = await buildWorld(h);
     orgSlug = (await h.ok('orgs/get', { id: w.orgId })).data.slug;
     memberEmail = (await h.ok('auth/whoami', {}, w.tokens.org_member)).data.user.email;
+    // The world's daemon, faked: it accepts every command (workspaces need an online daemon).
+    const ws = new WebSocket(tunnelUrl(h.url), {
+      headers: { authorization: `Bearer ${w.tokens.realm_token}` },
+    });
+    ws.on('message', (data) => {
+      const f = JSON.parse(data.toString()) as { type: string; tx_id?: string; body?: { path?: string } };
+      if (f.type === 'command') {
+        ws.send(JSON.stringify({ type: 'ack', tx_id: f.tx_id, status: 'ok', reply: { path: f.body?.path } }));
+      }
+    });
+    await new Promise<void>((resolve) => ws.once('message', () => resolve()));
+    await h.ok('agents/register', { org_id: w.orgId, manifest: agentManifest('matrix-agent') });
+    teamVersionId = (
+      await h.ok('teams/register', { org_id: w.orgId, definition: teamDefinition('matrix-team') })
+    ).data.id;
+    workspaceId = await freshWorkspace();
   });
   after(() => h.close());
 
   // Fresh targets, made by the site administrator.
+  const agentManifest = (name: string) => `name: ${name}\nversion: 1.0.0\ncommand: ["true"]\n`;
+  const teamDefinition = (name: string) =>
+    `name: ${name}\nversion: 1.0.0\nphases:\n  - name: p\n    agent: matrix-agent\n`;
+  const freshAgent = async () =>
+    (await h.ok('agents/register', { org_id: w.orgId, manifest: agentManifest(`a-${uniq()}`) })).data
+      .id as string;
+  const freshTeam = async () =>
+    (await h.ok('teams/register', { org_id: w.orgId, definition: teamDefinition(`t-${uniq()}`) })).data
+      .id as string;
+  const freshWorkspace = async () =>
+    (await h.ok('workspaces/register', { daemon_id: w.daemonId, path: `/srv/${uniq()}` })).data.id as string;
   const freshGroup = async () =>
     (await h.ok('groups/new', { org_id: w.orgId, name: `g-${uniq()}` })).data.id as string;
   const freshGroupWithMember = async () => {
@@ -96,6 +132,20 @@ describe('authorization matrix', () => {
     return (await h.ok('tokens/create', { name: `spare-${uniq()}` }, own)).data.token as string;
   };
   let decoyMember: string | null = null;
+  // Notifications: fresh channels and rules, made by the site administrator. The destination is
+  // refused by the SSRF guard at once, so test deliveries never leave the machine.
+  const DEST = [{ type: 'webhook', webhook_url: 'http://127.0.0.1:9/matrix' }];
+  const freshChannel = async (scope: object = { realm_id: w.realmId }) =>
+    (await h.ok('notification_channels/new', { ...scope, name: `c-${uniq()}`, destinations: DEST })).data
+      .id as string;
+  const freshRule = async (scope: object = { realm_id: w.realmId }) =>
+    (
+      await h.ok('realms/new_notification_rule', {
+        ...scope,
+        event: 'run.ended',
+        channel_ids: [await freshChannel(scope)],
+      })
+    ).data.id as string;
 
   const rows: Row[] = [
     { op: 'auth/whoami', allowed: [...USERS, 'realm_token'], body: () => ({}) },
@@ -255,6 +305,166 @@ describe('authorization matrix', () => {
     { op: 'settings/remove', allowed: SITE_ADMIN, body: async () => ({ key: await freshKey() }) },
     { op: 'settings/list', allowed: SITE_ADMIN, body: () => ({}) },
     { op: 'mesh/adapters/list', allowed: USERS, body: () => ({}) },
+    {
+      op: 'agents/register',
+      allowed: ORG_ADMINS,
+      body: () => ({ org_id: w.orgId, manifest: agentManifest(`r-${uniq()}`) }),
+    },
+    { op: 'agents/list', allowed: ORG_MEMBERS, body: () => ({ org_id: w.orgId }) },
+    { op: 'agents/get', allowed: ORG_MEMBERS, body: () => ({ org_id: w.orgId, name: 'matrix-agent' }) },
+    { op: 'agents/remove', allowed: ORG_ADMINS, body: async () => ({ id: await freshAgent() }) },
+    {
+      op: 'teams/register',
+      allowed: ORG_ADMINS,
+      body: () => ({ org_id: w.orgId, definition: teamDefinition(`r-${uniq()}`) }),
+    },
+    { op: 'teams/list', allowed: ORG_MEMBERS, body: () => ({ org_id: w.orgId }) },
+    { op: 'teams/get', allowed: ORG_MEMBERS, body: () => ({ id: teamVersionId }) },
+    { op: 'teams/remove', allowed: ORG_ADMINS, body: async () => ({ id: await freshTeam() }) },
+    {
+      op: 'teams/install',
+      allowed: REALM_OPERATORS,
+      body: () => ({ team_version_id: teamVersionId, daemon_id: w.daemonId }),
+    },
+    {
+      op: 'teams/uninstall',
+      allowed: REALM_OPERATORS,
+      body: () => ({ team_version_id: teamVersionId, daemon_id: w.daemonId }),
+    },
+    { op: 'teams/list_installs', allowed: REALM_MEMBERS, body: () => ({ daemon_id: w.daemonId }) },
+    {
+      op: 'workspaces/register',
+      allowed: REALM_ADMINS,
+      body: () => ({ daemon_id: w.daemonId, path: `/srv/${uniq()}` }),
+    },
+    { op: 'workspaces/list', allowed: REALM_MEMBERS, body: () => ({ realm_id: w.realmId }) },
+    { op: 'workspaces/get', allowed: REALM_MEMBERS, body: () => ({ id: workspaceId }) },
+    {
+      // The workspace's own daemon may remove it (when it is unregistered there).
+      op: 'workspaces/remove',
+      allowed: [...REALM_ADMINS, 'realm_token'],
+      body: async () => ({ id: await freshWorkspace() }),
+    },
+    {
+      op: 'workspaces/assign_teams',
+      allowed: REALM_ADMINS,
+      body: () => ({ workspace_id: workspaceId, team_ids: [] }),
+    },
+    {
+      op: 'notification_channels/new',
+      note: 'realm channel',
+      allowed: REALM_OPERATORS,
+      body: () => ({ realm_id: w.realmId, name: `n-${uniq()}`, destinations: DEST }),
+    },
+    {
+      op: 'notification_channels/new',
+      note: 'organization channel',
+      allowed: ORG_ADMINS,
+      body: () => ({ org_id: w.orgId, name: `n-${uniq()}`, destinations: DEST }),
+    },
+    {
+      op: 'notification_channels/new',
+      note: 'personal channel',
+      allowed: USERS,
+      body: () => ({ name: `n-${uniq()}`, destinations: DEST }),
+    },
+    {
+      op: 'notification_channels/list',
+      note: 'realm',
+      allowed: REALM_OPERATORS,
+      body: () => ({ realm_id: w.realmId }),
+    },
+    {
+      op: 'notification_channels/list',
+      note: 'organization',
+      allowed: ORG_ADMINS,
+      body: () => ({ org_id: w.orgId }),
+    },
+    { op: 'notification_channels/list', note: 'personal', allowed: USERS, body: () => ({}) },
+    {
+      op: 'notification_channels/update',
+      note: 'realm channel',
+      allowed: REALM_OPERATORS,
+      body: async () => ({ id: await freshChannel(), enabled: false }),
+    },
+    {
+      op: 'notification_channels/update',
+      note: 'organization channel',
+      allowed: ORG_ADMINS,
+      body: async () => ({ id: await freshChannel({ org_id: w.orgId }), name: `u-${uniq()}` }),
+    },
+    {
+      op: 'notification_channels/remove',
+      allowed: REALM_OPERATORS,
+      body: async () => ({ id: await freshChannel() }),
+    },
+    {
+      op: 'notification_channels/remove',
+      note: 'organization channel',
+      allowed: ORG_ADMINS,
+      body: async () => ({ id: await freshChannel({ org_id: w.orgId }) }),
+    },
+    {
+      op: 'notification_channels/test',
+      allowed: REALM_OPERATORS,
+      body: async () => ({ id: await freshChannel() }),
+    },
+    {
+      op: 'notification_channels/rotate_secret',
+      allowed: REALM_OPERATORS,
+      body: async () => ({ id: await freshChannel() }),
+    },
+    {
+      op: 'notifications/list_deliveries',
+      allowed: REALM_OPERATORS,
+      body: async () => ({ channel_id: await freshChannel() }),
+    },
+    {
+      op: 'notifications/list_deliveries',
+      note: 'organization channel',
+      allowed: ORG_ADMINS,
+      body: async () => ({ channel_id: await freshChannel({ org_id: w.orgId }) }),
+    },
+    {
+      op: 'realms/new_notification_rule',
+      note: 'realm rule',
+      allowed: REALM_OPERATORS,
+      body: async () => ({ realm_id: w.realmId, event: 'run.ended', channel_ids: [await freshChannel()] }),
+    },
+    {
+      op: 'realms/new_notification_rule',
+      note: 'organization rule',
+      allowed: ORG_ADMINS,
+      body: async () => ({
+        org_id: w.orgId,
+        event: 'invite.accepted',
+        channel_ids: [await freshChannel({ org_id: w.orgId })],
+      }),
+    },
+    {
+      op: 'realms/list_notification_rules',
+      note: 'realm',
+      allowed: REALM_OPERATORS,
+      body: () => ({ realm_id: w.realmId }),
+    },
+    {
+      op: 'realms/list_notification_rules',
+      note: 'organization',
+      allowed: ORG_ADMINS,
+      body: () => ({ org_id: w.orgId }),
+    },
+    {
+      op: 'realms/remove_notification_rules',
+      note: 'realm rule',
+      allowed: REALM_OPERATORS,
+      body: async () => ({ id: await freshRule() }),
+    },
+    {
+      op: 'realms/remove_notification_rules',
+      note: 'organization rule',
+      allowed: ORG_ADMINS,
+      body: async () => ({ id: await freshRule({ org_id: w.orgId }) }),
+    },
   ];
 
   it('has a row for every foundation operation except the daemon tunnel’s', (t) => {

@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { RunningDaemon } from '../../src/daemon/main.js';
+import { isLiveLocalToken } from '../../src/daemon/tokens/local-tokens.repo.js';
 import { killChildren, runCli, startCli } from '../helpers/cli.js';
 import { post, startTestHub, type TestHub } from '../helpers/hub.js';
 import { addOrgUser, createOrgWithOwner } from '../helpers/world.js';
+import { daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
 
 /** The real `svc` executable as a child process, against a real hub over HTTP. */
 const dirs: string[] = [];
@@ -321,6 +324,103 @@ describe('svc client commands', () => {
   });
 });
 
+describe('svc agents, teams and workspaces', () => {
+  let h: TestHub;
+  let env: Record<string, string>;
+  let daemon: RunningDaemon;
+  let daemonId: string;
+  const home = daemonHome();
+  const slug = 'cat-org';
+  before(async () => {
+    h = await startTestHub();
+    const org = await createOrgWithOwner(h, slug);
+    const dt = await h.ok('realms/create_daemon_token', { realm_id: org.defaultRealmId, name: 'box' });
+    daemonId = dt.data.daemon_id;
+    daemon = await startTestDaemon(home.dir, { config: { hubUrls: [h.url], realmToken: dt.data.token } });
+    await whenConnected(daemon);
+    env = { SVC_HUB_URL: h.url, SVC_TOKEN: org.owner.token, SVC_CONFIG_DIR: tempDir() };
+  });
+  after(async () => {
+    await daemon?.close();
+    await h?.close();
+    home.cleanup();
+  });
+
+  test('register from files (--force), list, get, install, workspaces, remove', async () => {
+    const cwd = tempDir();
+    writeFileSync(
+      path.join(cwd, 'agent.yaml'),
+      'name: greeter\nversion: 1.0.0\ndescription: Says hi\ncommand: ["node", "hi.js"]\n',
+    );
+    writeFileSync(
+      path.join(cwd, 'team.yaml'),
+      'name: greet-team\nversion: 1.0.0\nphases:\n  - name: one\n    agent: greeter\n  - name: two\n    agent: greeter@1.0.0\n',
+    );
+    const run = (...args: string[]) => runCli(args, { env, cwd });
+    const reg = await run('agents', 'register', './agent.yaml');
+    assert.equal(reg.code, 0, reg.stderr);
+    assert.match(reg.stdout, /^Registered agent greeter@1\.0\.0 \(\S+\)\.$/m);
+    const dup = await run('agents', 'register', './agent.yaml');
+    assert.equal(dup.code, 1);
+    assert.match(dup.stderr, /^error: conflict: agent greeter@1\.0\.0 is already registered; use force/);
+    const forced = await run('agents', 'register', './agent.yaml', '--force', '--org', slug);
+    assert.equal(forced.code, 0, forced.stderr);
+    const missing = await run('agents', 'register', './nope.yaml');
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /^error: cannot read \.\/nope\.yaml: ENOENT/);
+
+    const list = await run('agents', 'list');
+    assert.match(list.stdout, /^ID\s+NAME\s+VERSION\s+TYPE\s+DESCRIPTION\s+UPDATED$/m);
+    assert.match(list.stdout, /\sgreeter\s+1\.0\.0\s+exec\s+Says hi\s/);
+    const get = await run('agents', 'get', 'greeter');
+    assert.match(get.stdout, /^command:\s+node hi\.js$/m);
+
+    const team = await run('teams', 'register', 'team.yaml');
+    assert.equal(team.code, 0, team.stderr);
+    assert.match(team.stdout, /^Registered team greet-team@1\.0\.0/m);
+    assert.match((await run('teams', 'list')).stdout, /\sgreet-team\s+1\.0\.0\s+one, two\s/);
+    assert.match(
+      (await run('teams', 'get', 'greet-team@1.0.0')).stdout,
+      /^phase 2:\s+two: agent greeter@1\.0\.0$/m,
+    );
+
+    const install = await run('teams', 'install', 'greet-team', '--daemon', 'box');
+    assert.equal(install.code, 0, install.stderr);
+    assert.equal(install.stdout, 'Installed greet-team@1.0.0 on daemon box.\n');
+    assert.match((await run('teams', 'installs', '--daemon', daemonId)).stdout, /\sinstalled\s/);
+
+    const dir = path.join(cwd, 'ws');
+    mkdirSync(dir);
+    const ws = await run('workspaces', 'register', '--daemon', 'box', './ws', '--name', 'main');
+    assert.equal(ws.code, 0, ws.stderr);
+    const wsId = /^Registered workspace main \((\S+)\) at (.+)\.$/m.exec(ws.stdout)?.[1];
+    assert.ok(wsId, ws.stdout);
+    const bad = await run('workspaces', 'register', '--daemon', 'box', './nope');
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /^error: bad_request: the daemon refused the workspace: .*no such directory/);
+    assert.match((await run('workspaces', 'list')).stdout, new RegExp(`^${wsId}\\s+main\\s+${dir}\\s`, 'm'));
+    const assigned = await run('workspaces', 'assign-teams', wsId, 'greet-team');
+    assert.equal(assigned.code, 0, assigned.stderr);
+    assert.match((await run('workspaces', 'get', wsId)).stdout, /^teams:\s+\S+$/m);
+    const removed = await run('workspaces', 'remove', './ws', '--daemon', 'box');
+    assert.equal(removed.stdout, 'Removed workspace ./ws.\n');
+    assert.equal((await run('workspaces', 'remove', wsId)).stdout, `No workspace ${wsId}.\n`);
+
+    const refused = await run('teams', 'remove', 'greet-team@1.0.0');
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /installed on 1 daemon/);
+    const un = await run('teams', 'uninstall', 'greet-team', '--daemon', 'box');
+    assert.equal(un.stdout, 'Uninstalled greet-team@1.0.0 from daemon box.\n');
+    assert.equal((await run('agents', 'remove', 'greeter')).code, 2);
+    assert.match(
+      (await run('agents', 'remove', 'greeter@1.0.0')).stderr,
+      /is used by team greet-team@1\.0\.0/,
+    );
+    assert.equal((await run('teams', 'remove', 'greet-team@1.0.0')).code, 0);
+    assert.equal((await run('agents', 'remove', 'greeter@1.0.0')).stdout, 'Removed agent greeter@1.0.0.\n');
+  });
+});
+
 describe('svc hub', () => {
   test('runs on a free port, answers /healthz, prints the bootstrap token, stops on SIGTERM', async () => {
     const home = tempDir();
@@ -383,6 +483,73 @@ describe('svc daemon', () => {
   });
 });
 
+describe('svc tokens create --local', () => {
+  const home = daemonHome();
+  let d: RunningDaemon;
+  before(async () => {
+    d = await startTestDaemon(home.dir);
+  });
+  after(async () => {
+    await d?.close();
+    home.cleanup();
+  });
+
+  test('asks the local daemon for a local token: --daemon, SVC_DAEMON_URL, --json, expiry', async () => {
+    const env = { SVC_CONFIG_DIR: tempDir() };
+    const t0 = Date.now();
+    const r = await runCli(['tokens', 'create', '--local', '--daemon', d.url], { env });
+    assert.equal(r.code, 0, r.stderr);
+    const token = /^token:\s+(svc_lt_\S+)$/m.exec(r.stdout)?.[1];
+    assert.ok(token, r.stdout);
+    assert.match(r.stdout, /^expires:\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/m);
+    assert.match(r.stdout, /shown only this once/);
+    assert.equal(await isLiveLocalToken(d.db, token, Date.now()), true);
+
+    const j = await runCli(['--json', 'tokens', 'create', '--local', '--expires-in-days', '3'], {
+      env: { ...env, SVC_DAEMON_URL: d.url },
+    });
+    assert.equal(j.code, 0, j.stderr);
+    const reply = JSON.parse(j.stdout);
+    assert.equal(reply.ok, true);
+    assert.match(reply.data.token, /^svc_lt_/);
+    const day = 24 * 60 * 60 * 1000;
+    assert.ok(reply.data.expires_at >= t0 + 3 * day && reply.data.expires_at <= Date.now() + 3 * day);
+    assert.equal(await isLiveLocalToken(d.db, reply.data.token, Date.now()), true);
+
+    const tooLong = await runCli(['tokens', 'create', '--local', '--expires-in-days', '31'], {
+      env: { ...env, SVC_DAEMON_URL: d.url },
+    });
+    assert.equal(tooLong.code, 2);
+    assert.match(tooLong.stderr, /^error: --expires-in-days: a local token lives at most 30 days$/m);
+  });
+
+  test('no daemon listening: a clear error, exit 1', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    for (const args of [
+      ['tokens', 'create', '--local', '--daemon', url],
+      ['--json', 'tokens', 'create', '--local'],
+    ]) {
+      const r = await runCli(args, { env: { SVC_CONFIG_DIR: tempDir(), SVC_DAEMON_URL: url } });
+      assert.equal(r.code, 1, r.stderr);
+      assert.equal(r.stdout, '');
+      assert.equal(
+        r.stderr,
+        `error: cannot reach the daemon at ${url} (ECONNREFUSED); is \`svc daemon\` running? (--daemon URL or SVC_DAEMON_URL)\n`,
+      );
+    }
+  });
+
+  test('without --local a name is required, and --daemon needs --local', async () => {
+    const env = { SVC_CONFIG_DIR: tempDir(), SVC_HUB_URL: 'http://127.0.0.1:1', SVC_TOKEN: 'x' };
+    const noName = await runCli(['tokens', 'create'], { env });
+    assert.equal(noName.code, 2);
+    assert.match(noName.stderr, /missing argument: name/);
+    const stray = await runCli(['tokens', 'create', 'n', '--daemon', d.url], { env });
+    assert.equal(stray.code, 2);
+    assert.match(stray.stderr, /--daemon goes with --local/);
+  });
+});
+
 describe('svc dev', () => {
   test('seeds once, prints a working token and URL, saves a profile, and is idempotent', async () => {
     const cwd = tempDir();
@@ -400,6 +567,10 @@ describe('svc dev', () => {
       assert.equal(who.status, 200);
       assert.equal(who.body.data.user.is_site_admin, true);
       assert.match(out, /svc realms list --org demo/);
+      assert.match(out, /^\s+agent\s+hello@1\.0\.0$/m);
+      assert.match(out, /^\s+team\s+hello-team@1\.0\.0 \(installed on daemon dev\)$/m);
+      const wsPath = path.join(cwd, '.svc', 'workspace');
+      assert.match(out, new RegExp(`^\\s+workspace\\s+${wsPath} \\(\\S+\\)$`, 'm'));
       const daemonUrl = /^\s+daemon\s+(http:\/\/\S+)$/m.exec(out)?.[1];
       assert.ok(daemonUrl, out);
       assert.equal((await fetch(`${daemonUrl}/healthz`)).status, 200);
@@ -429,6 +600,37 @@ describe('svc dev', () => {
       assert.equal(/^\s+token\s+(svc_tok_\S+)/m.exec(out)?.[1], token);
       const orgs = await runCli(['--json', 'orgs', 'list'], { env: { SVC_CONFIG_DIR: env.SVC_CONFIG_DIR } });
       assert.equal(JSON.parse(orgs.stdout).data.filter((o: { slug: string }) => o.slug === 'demo').length, 1);
+      const profile = { env: { SVC_CONFIG_DIR: env.SVC_CONFIG_DIR } };
+      const agents = await runCli(['--json', 'agents', 'list', '--org', 'demo'], profile);
+      assert.deepEqual(
+        JSON.parse(agents.stdout).data.map(
+          (a: { name: string; version: string }) => `${a.name}@${a.version}`,
+        ),
+        ['hello@1.0.0'],
+      );
+      const teams = await runCli(['--json', 'teams', 'list', '--org', 'demo'], profile);
+      const team = JSON.parse(teams.stdout).data;
+      assert.deepEqual(
+        team.map((t: { name: string }) => t.name),
+        ['hello-team'],
+      );
+      assert.equal(team[0].definition.phases.length, 2);
+      const installs = await runCli(
+        ['--json', 'teams', 'installs', '--daemon', 'dev', '--org', 'demo'],
+        profile,
+      );
+      assert.deepEqual(
+        JSON.parse(installs.stdout).data.map((i: { team_version_id: string; status: string }) => [
+          i.team_version_id,
+          i.status,
+        ]),
+        [[team[0].id, 'installed']],
+      );
+      const ws = await runCli(['--json', 'workspaces', 'list', '--org', 'demo'], profile);
+      const wsData = JSON.parse(ws.stdout).data;
+      assert.equal(wsData.length, 1);
+      assert.equal(wsData[0].path, path.join(cwd, '.svc', 'workspace'));
+      assert.deepEqual(wsData[0].team_ids, [team[0].team_id]);
     } finally {
       assert.equal(await second.stop('SIGINT'), 0);
     }

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ApiError, createHubClient, type HubClient, listAll } from '../client.js';
 import { defineCommand, positiveInt } from '../command.js';
 import { configPath, saveProfile } from '../config.js';
@@ -11,7 +13,9 @@ import type { OrgRow, RealmRow } from '../resolve.js';
  * `svc dev`: a hub on embedded SQLite under ./.svc (or $SVC_HOME), seeded on first run with the
  * organization `demo`, its owner `dev@localhost` and its `default` realm, a daemon in that realm
  * (SVC_DAEMON_PORT, default 4900), and a CLI profile `dev` so that plain `svc …` commands work from
- * another terminal. A second run reuses everything.
+ * another terminal. Once the daemon is connected it registers the example agent and team of
+ * `examples/`, installs the team on the daemon and registers the workspace `$SVC_HOME/workspace`.
+ * A second run reuses everything.
  */
 const ORG = 'demo';
 const OWNER_EMAIL = 'dev@localhost';
@@ -98,9 +102,84 @@ async function daemonToken(
   return r.data.token;
 }
 
+/** `examples/` of this package (from src/cli/commands or dist/cli/commands). */
+const EXAMPLES = fileURLToPath(new URL('../../../examples/', import.meta.url));
+
+interface Demo {
+  agent: string;
+  team: string;
+  installed: string;
+  workspace: { id: string; path: string };
+}
+
+/** Waits until the hub shows the daemon online (the hello reached it), at most `ms`. */
+async function daemonOnline(client: HubClient, daemonId: string, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const d = await client.call<{ data: { status: string } }>('daemons/get', { id: daemonId });
+    if (d.data.status === 'online') return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the dev daemon did not come online');
+}
+
+/**
+ * The example agent and team (registered with force, so a second run just refreshes them), the
+ * team installed on the dev daemon and its workspace. Idempotent.
+ */
+async function demoContent(client: HubClient, orgId: string, daemonId: string, home: string): Promise<Demo> {
+  const { parse } = await import('yaml');
+  const manifest = parse(readFileSync(path.join(EXAMPLES, 'agents', 'hello.yaml'), 'utf8')) as Record<
+    string,
+    unknown
+  >;
+  // The agent runs in the workspace directory: point it at the script where it lives.
+  manifest.command = ['node', path.join(EXAMPLES, 'agents', 'hello.mjs')];
+  const agent = await client.call<{ data: { name: string; version: string } }>('agents/register', {
+    org_id: orgId,
+    manifest,
+    force: true,
+  });
+  const team = await client.call<{ data: { id: string; team_id: string; name: string; version: string } }>(
+    'teams/register',
+    {
+      org_id: orgId,
+      definition: readFileSync(path.join(EXAMPLES, 'teams', 'hello-team.yaml'), 'utf8'),
+      force: true,
+    },
+  );
+  await daemonOnline(client, daemonId);
+  const install = await client.call<{ data: { status: string } }>('teams/install', {
+    team_version_id: team.data.id,
+    daemon_id: daemonId,
+  });
+  const dir = path.join(home, 'workspace');
+  mkdirSync(dir, { recursive: true });
+  const ws = await client.call<{ data: { id: string; path: string } }>('workspaces/register', {
+    daemon_id: daemonId,
+    path: dir,
+    name: 'dev',
+  });
+  await client.call('workspaces/assign_teams', { workspace_id: ws.data.id, team_ids: [team.data.team_id] });
+  return {
+    agent: `${agent.data.name}@${agent.data.version}`,
+    team: `${team.data.name}@${team.data.version}`,
+    installed: install.data.status,
+    workspace: ws.data,
+  };
+}
+
 function summary(
   ctx: CliContext,
-  p: { url: string; token: string; home: string; seeded: Seeded; state: DevState; daemonUrl: string | null },
+  p: {
+    url: string;
+    token: string;
+    home: string;
+    seeded: Seeded;
+    state: DevState;
+    daemonUrl: string | null;
+    demo: Demo | null;
+  },
 ) {
   const lines = [
     '',
@@ -112,6 +191,9 @@ function summary(
     `  owner     ${OWNER_EMAIL}${p.state.owner_password ? `, password ${p.state.owner_password}` : ''}`,
     `  realm     ${p.seeded.realm ? `default (${p.seeded.realm.id})` : '-'}`,
     `  daemon    ${p.daemonUrl ?? '-'}`,
+    `  agent     ${p.demo?.agent ?? '-'}`,
+    `  team      ${p.demo ? `${p.demo.team} (${p.demo.installed} on daemon dev)` : '-'}`,
+    `  workspace ${p.demo ? `${p.demo.workspace.path} (${p.demo.workspace.id})` : '-'}`,
     `  data      ${p.home}`,
     `  profile   "${PROFILE}" in ${configPath(ctx)}`,
     '',
@@ -121,6 +203,12 @@ function summary(
     `  svc realms list --org ${ORG}`,
     `  svc orgs members ${ORG}`,
     `  svc realms daemon-token default my-laptop --org ${ORG}`,
+    `  svc agents list --org ${ORG}`,
+    `  svc teams installs --daemon dev --org ${ORG}`,
+    `  svc workspaces list --org ${ORG}`,
+    ...(p.demo
+      ? [`  svc runs start ${p.demo.team} --workspace ${p.demo.workspace.id} --input name=you --watch`]
+      : []),
     '',
     'Press Ctrl-C to stop.',
     '',
@@ -194,6 +282,13 @@ export default defineCommand({
             });
           }
           const daemonUrl = daemon?.url ?? null;
+          let demo: Demo | null = null;
+          if (daemon?.link) {
+            if (!daemon.link.connected) {
+              await once(daemon.link, 'connected', { signal: AbortSignal.timeout(15_000) });
+            }
+            demo = await demoContent(client, seeded.org.id, daemon.daemonId()!, home);
+          }
 
           saveProfile(ctx, PROFILE, {
             hub_url: running.url,
@@ -201,7 +296,7 @@ export default defineCommand({
             token_kind: 'personal',
             who: 'admin <admin@localhost>',
           });
-          summary(ctx, { url: running.url, token, home, seeded, state, daemonUrl });
+          summary(ctx, { url: running.url, token, home, seeded, state, daemonUrl, demo });
           await ctx.waitForShutdown();
           ctx.stdout.write('Stopping…\n');
         } finally {

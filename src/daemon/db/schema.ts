@@ -38,9 +38,47 @@ export interface LocalTokensTable {
   created_at: number;
 }
 
+/** A team version installed by the hub, with everything needed to run it offline. */
+export interface InstalledTeamsTable {
+  team_version_id: string;
+  team_id: string;
+  name: string;
+  version: string;
+  /** JSON: the pinned definition (phases carry agent_id / team_version_id). */
+  definition: string;
+  /** JSON: the child team versions it calls, recursively (TeamVersionBundle[]). */
+  teams: string;
+  /** JSON: every agent any of them needs, with its manifest (AgentBundle[]). */
+  agents: string;
+  installed_at: number;
+  updated_at: number;
+}
+
+/** A directory the daemon accepted as a workspace (`id` is the hub's id when the hub registered it). */
+export interface WorkspacesTable {
+  id: string;
+  path: string;
+  name: string;
+  /** JSON array of team ids assigned by the hub. */
+  team_ids: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A run this daemon is executing (removed when it ends); read at start to report interrupted runs. */
+export interface ActiveRunsTable {
+  run_id: string;
+  lease_epoch: number;
+  phase: string | null;
+  started_at: number;
+}
+
 export interface DaemonDB {
+  active_runs: ActiveRunsTable;
   state: StateTable;
   tx_replies: TxRepliesTable;
   hug_messages: HugMessagesTable;
   local_tokens: LocalTokensTable;
+  installed_teams: InstalledTeamsTable;
+  workspaces: WorkspacesTable;
 }

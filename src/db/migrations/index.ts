@@ -2,10 +2,16 @@ import type { Migration } from 'kysely';
 import * as m0001 from './0001_foundation.js';
 import * as m0002 from './0002_tunnel.js';
 import * as m0003 from './0003_catalog.js';
+import * as m0004 from './0004_installs_workspaces.js';
+import * as m0005 from './0005_notifications.js';
+import * as m0006 from './0006_runs.js';
 
 /** Every migration, in order. Names sort lexically; append, never edit a released one. */
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
   '0002_tunnel': m0002,
   '0003_catalog': m0003,
+  '0004_installs_workspaces': m0004,
+  '0005_notifications': m0005,
+  '0006_runs': m0006,
 };

@@ -4,6 +4,7 @@ import { conflict, notFound } from '../../shared/errors.js';
 import { requireOrg, requireUser } from '../access/access.service.js';
 import { cursor, id, limit, op } from '../http/op.js';
 import { teamsUsing } from './agents.routes.js';
+import { settleInstalls } from './installs.service.js';
 import { normalizeTeamDefinition } from './manifest.js';
 import { findTeamVersion, pinDefinition, teamOut } from './teams.service.js';
 import { compareVersionsDesc, offsetPage, registerVersion } from './versions.js';
@@ -131,6 +132,19 @@ export const teamOps = [
       await requireOrg(ctx, ctx.actor, tv.org_id, 'teams.manage');
       const users = await teamsUsing(ctx, tv.org_id, 'team_version_id', tv.id);
       if (users.length) throw conflict(`team ${tv.name}@${tv.version} is called by ${users.join(', ')}`);
+      await settleInstalls(ctx);
+      const installed = await ctx.db
+        .selectFrom('team_installs')
+        .select('daemon_id')
+        .where('team_version_id', '=', tv.id)
+        .where((eb) => eb.or([eb('status', '=', 'installed'), eb('pending_action', '=', 'install')]))
+        .execute();
+      if (installed.length) {
+        throw conflict(
+          `team ${tv.name}@${tv.version} is installed on ${installed.length} daemon(s); uninstall it first`,
+          { daemon_ids: installed.map((r) => r.daemon_id) },
+        );
+      }
       await ctx.db.deleteFrom('team_versions').where('id', '=', tv.id).execute();
       return { data: { id: tv.id, removed: true } };
     },

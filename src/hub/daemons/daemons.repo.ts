@@ -1,4 +1,6 @@
 import type { DaemonsTable } from '../../db/schema.js';
+import { notFound } from '../../shared/errors.js';
+import type { Hub } from '../context.js';
 
 export const daemonOut = (d: DaemonsTable) => ({
   id: d.id,
@@ -8,3 +10,15 @@ export const daemonOut = (d: DaemonsTable) => ({
   last_seen_at: d.last_seen_at,
   created_at: d.created_at,
 });
+
+/** A daemon that has not been removed, or not_found. */
+export async function loadLiveDaemon(hub: Pick<Hub, 'db'>, daemonId: string): Promise<DaemonsTable> {
+  const d = await hub.db
+    .selectFrom('daemons')
+    .selectAll()
+    .where('id', '=', daemonId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  if (!d) throw notFound('daemon');
+  return d;
+}

@@ -1,22 +1,9 @@
 import { z } from 'zod';
-import { notFound } from '../../shared/errors.js';
 import { requireRealm, requireUser } from '../access/access.service.js';
-import type { Hub } from '../context.js';
 import { cursor, id, limit, op } from '../http/op.js';
 import { keysetPage } from '../http/paging.js';
-import { daemonOut } from './daemons.repo.js';
+import { daemonOut, loadLiveDaemon } from './daemons.repo.js';
 import { signDispatchToken } from './dispatch.js';
-
-async function loadDaemon(hub: Hub, daemonId: string) {
-  const d = await hub.db
-    .selectFrom('daemons')
-    .selectAll()
-    .where('id', '=', daemonId)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
-  if (!d) throw notFound('daemon');
-  return d;
-}
 
 export const daemonOps = [
   op({
@@ -42,7 +29,7 @@ export const daemonOps = [
     input: z.object({ id }),
     async handler(ctx, input) {
       const user = requireUser(ctx.actor);
-      const d = await loadDaemon(ctx, input.id);
+      const d = await loadLiveDaemon(ctx, input.id);
       await requireRealm(ctx, user, d.realm_id, 'runs.view');
       return { data: daemonOut(d) };
     },
@@ -53,7 +40,7 @@ export const daemonOps = [
     input: z.object({ id }),
     async handler(ctx, input) {
       const user = requireUser(ctx.actor);
-      const d = await loadDaemon(ctx, input.id);
+      const d = await loadLiveDaemon(ctx, input.id);
       await requireRealm(ctx, user, d.realm_id, 'daemons.manage');
       await ctx.db.transaction().execute(async (trx) => {
         await trx
@@ -77,7 +64,7 @@ export const daemonOps = [
     input: z.object({ daemon_id: id }),
     async handler(ctx, input) {
       const user = requireUser(ctx.actor);
-      const d = await loadDaemon(ctx, input.daemon_id);
+      const d = await loadLiveDaemon(ctx, input.daemon_id);
       // Realm operator+ (the operator-level permission of CONTRACT.md §3).
       await requireRealm(ctx, user, d.realm_id, 'teams.install');
       return { data: await signDispatchToken(ctx, d.id) };

@@ -8,6 +8,7 @@ import { freeHandle, issueUserToken, userOut } from '../auth/users.js';
 import type { Hub } from '../context.js';
 import { aclChanged } from '../daemons/acl.js';
 import { recordEvent } from '../events/events.js';
+import { ensureSystemNotifications } from '../notifications/system.js';
 import { insertRealm, upsertRealmMember } from '../realms/realms.repo.js';
 
 export type OwnerInput = { user_id: string } | { email: string; display_name?: string | undefined };
@@ -176,6 +177,7 @@ export async function createOrg(
         .where('id', '=', existing.id)
         .execute();
       const org = { ...existing, deleted_at: null, updated_at: now };
+      await ensureSystemNotifications(trx, hub, org.id);
       const owner = await trx
         .selectFrom('users')
         .selectAll()
@@ -215,6 +217,8 @@ export async function createOrg(
     };
     await trx.insertInto('orgs').values(org).execute();
     await insertRealm(trx, { id: hub.newId(), org_id: org.id, name: 'default', created_at: now });
+    // Before the owner's invitation, so its invite.sent already meets the system rule.
+    await ensureSystemNotifications(trx, hub, org.id);
     const sent = await createInvite(t, org, owner, 'owner', adminId);
     return {
       org,

@@ -1,0 +1,321 @@
+import type { Command } from 'commander';
+import type { HubClient, Page } from '../client.js';
+import { defineCommand, pageArgs, positiveInt, session, withPaging } from '../command.js';
+import { CliError, usageError } from '../context.js';
+import { col, formatRecord, time } from '../output.js';
+import { looksLikeId, resolveRealm } from '../resolve.js';
+
+interface RunRow {
+  run_id: string;
+  run_name: string;
+  state: string;
+  team_id: string | null;
+  team_version_id: string | null;
+  realm_id: string;
+  workspace_id: string | null;
+  daemon_id: string | null;
+  current_phase: string | null;
+  error: string | null;
+  call_depth: number;
+  parent_run_id: string | null;
+  started_at: number;
+  completed_at: number | null;
+  pending_control: { type: string } | null;
+  force_terminate: { eligible: boolean; blocker: string | null; trigger: string | null };
+  outputs: Record<string, unknown>;
+  history?: { type: string; at: number; phase: string | null; error: string | null; actor: unknown }[];
+}
+interface LogLine {
+  seq: number;
+  at: number;
+  stream: string;
+  phase: string | null;
+  text: string;
+}
+
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'terminated']);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** `k=v` → inputs.k; the value is JSON when it parses (`n=3`, `files=["a","b"]`), else the string. */
+export function parseInput(pair: string, acc: Record<string, unknown> = {}): Record<string, unknown> {
+  const eq = pair.indexOf('=');
+  if (eq < 1) throw usageError(`--input ${pair}: expected KEY=VALUE`);
+  const raw = pair.slice(eq + 1);
+  let value: unknown = raw;
+  try {
+    value = JSON.parse(raw);
+  } catch {}
+  return { ...acc, [pair.slice(0, eq)]: value };
+}
+
+async function workspaceId(
+  client: HubClient,
+  ref: string,
+  realm: string | undefined,
+  org: string | undefined,
+) {
+  if (looksLikeId(ref)) return ref;
+  const realmId = await resolveRealm(client, realm ?? 'default', org);
+  const page = await client.call<Page<{ id: string; name: string; path: string }>>('workspaces/list', {
+    realm_id: realmId,
+    limit: 500,
+  });
+  const hit = page.data.find((w) => w.name === ref || w.path === ref);
+  if (!hit) throw new CliError(`no workspace "${ref}" in that realm`);
+  return hit.id;
+}
+
+function runRecord(r: RunRow): string {
+  return formatRecord([
+    ['id', r.run_id],
+    ['name', r.run_name],
+    ['state', r.state],
+    ['phase', r.current_phase ?? '-'],
+    ['error', r.error ?? '-'],
+    ['team', r.team_id ?? '-'],
+    ['realm', r.realm_id],
+    ['workspace', r.workspace_id ?? '-'],
+    ['daemon', r.daemon_id ?? '-'],
+    ['depth', r.call_depth],
+    ['parent', r.parent_run_id ?? '-'],
+    ['started', time(r.started_at)],
+    ['completed', time(r.completed_at)],
+    ['pending', r.pending_control?.type ?? '-'],
+    [
+      'terminate',
+      r.force_terminate.eligible
+        ? `eligible (${r.force_terminate.trigger})`
+        : `no (${r.force_terminate.blocker})`,
+    ],
+  ]);
+}
+
+/** Follows a run until it ends; prints a line per change. Answers the final run. */
+async function watch(client: HubClient, runId: string, out: (s: string) => void, pollMs: number) {
+  let last = '';
+  const spinner = ['|', '/', '-', '\\'];
+  let tick = 0;
+  for (;;) {
+    const r = (await client.call<{ data: RunRow }>('runs/get_by_id', { run_id: runId })).data;
+    const line = `${r.run_name}: ${r.state}${r.current_phase ? ` · phase ${r.current_phase}` : ''}${
+      r.pending_control ? ` · ${r.pending_control.type} pending` : ''
+    }`;
+    if (line !== last) {
+      out(`${TERMINAL.has(r.state) ? '•' : spinner[tick++ % spinner.length]} ${line}\n`);
+      last = line;
+    }
+    if (TERMINAL.has(r.state)) return r;
+    await sleep(pollMs);
+  }
+}
+
+export default defineCommand({
+  summary: 'Runs: start, get, list, watch, logs, cancel, resume, terminate',
+  register(cmd: Command, ctx) {
+    cmd
+      .command('start')
+      .description('Start a run of a team (NAME or NAME@VERSION), or of one agent with --agent')
+      .argument('[team]', 'team name, name@version or team id')
+      .option('--agent <agent>', 'run one agent (name or name@version) instead of a team')
+      .option('--workspace <workspace>', 'workspace id, or name/path in --realm')
+      .option('--realm <realm>', 'realm id or name (default "default"; not needed with a workspace id)')
+      .option('--org <org>', 'organization id or slug (to find a realm by name)')
+      .option('--input <key=value>', 'an input (repeatable; JSON values are parsed)', parseInput, {})
+      .option('--name <name>', 'run name (default: <team>-<counter>)')
+      .option('--external-id <id>', 'your own reference for the run')
+      .option('--watch', 'follow the run until it ends (exit code 0 only when it succeeds)')
+      .action(
+        async (
+          team: string | undefined,
+          opts: {
+            agent?: string;
+            workspace?: string;
+            realm?: string;
+            org?: string;
+            input: Record<string, unknown>;
+            name?: string;
+            externalId?: string;
+            watch?: boolean;
+          },
+          c,
+        ) => {
+          if (!team === !opts.agent) throw usageError('give a team, or --agent');
+          const s = session(ctx, c);
+          const body: Record<string, unknown> = { inputs: opts.input };
+          if (opts.agent) Object.assign(body, { agent: opts.agent, execution_type: 'agent' });
+          else if (looksLikeId(team!)) body.team_id = team;
+          else body.team = team;
+          if (opts.workspace)
+            body.workspace_id = await workspaceId(s.client, opts.workspace, opts.realm, opts.org);
+          else body.realm_id = await resolveRealm(s.client, opts.realm ?? 'default', opts.org);
+          if (opts.name) body.run_name = opts.name;
+          if (opts.externalId) body.external_id = opts.externalId;
+          const reply = await s.client.call<{ data: RunRow }>('runs/new', body);
+          s.print(
+            reply,
+            () => `Started run ${reply.data.run_name} (${reply.data.run_id}): ${reply.data.state}.\n`,
+          );
+          if (opts.watch) {
+            const end = await watch(s.client, reply.data.run_id, (x) => ctx.stderr.write(x), 500);
+            if (end.state !== 'succeeded')
+              throw new CliError(`run ${end.state}${end.error ? `: ${end.error}` : ''}`);
+          }
+        },
+      );
+
+    cmd
+      .command('get')
+      .description('Show a run')
+      .argument('<run>', 'run id')
+      .option('--history', 'with its history')
+      .action(async (runId: string, opts: { history?: boolean }, c) => {
+        const s = session(ctx, c);
+        const reply = await s.client.call<{ data: RunRow }>('runs/get_by_id', {
+          run_id: runId,
+          ...(opts.history ? { with_history: true } : {}),
+        });
+        s.print(reply, () => {
+          let text = runRecord(reply.data);
+          if (reply.data.history) {
+            text += '\nhistory:\n';
+            for (const e of reply.data.history) {
+              text += `  ${time(e.at)}  ${e.type}${e.phase ? ` ${e.phase}` : ''}${e.error ? ` (${e.error})` : ''}\n`;
+            }
+          }
+          return text;
+        });
+      });
+
+    withPaging(
+      cmd
+        .command('list')
+        .description("A realm's runs, newest first")
+        .option('--realm <realm>', 'realm id or name (default "default")')
+        .option('--org <org>', 'organization id or slug (to find a realm by name)')
+        .option('--state <state>', 'only runs in this state')
+        .option('--team <team-id>', 'only runs of this team id'),
+    ).action(
+      async (
+        opts: {
+          realm?: string;
+          org?: string;
+          state?: string;
+          team?: string;
+          limit?: number;
+          cursor?: string;
+        },
+        c,
+      ) => {
+        const s = session(ctx, c);
+        const realmId = await resolveRealm(s.client, opts.realm ?? 'default', opts.org);
+        const reply = await s.client.call<Page<RunRow>>('runs/list', {
+          realm_id: realmId,
+          ...(opts.state ? { state: opts.state } : {}),
+          ...(opts.team ? { team_id: opts.team } : {}),
+          ...pageArgs(opts),
+        });
+        s.printPage(
+          reply,
+          [
+            col('ID', 'run_id'),
+            col('NAME', 'run_name'),
+            col('STATE', 'state'),
+            col('PHASE', (r) => r.current_phase ?? '-'),
+            col('STARTED', (r) => time(r.started_at)),
+          ],
+          'No runs.',
+        );
+      },
+    );
+
+    cmd
+      .command('watch')
+      .description('Follow a run until it ends; exit code 0 only when it succeeded')
+      .argument('<run>', 'run id')
+      .option('--interval <ms>', 'poll interval (default 500)', positiveInt)
+      .action(async (runId: string, opts: { interval?: number }, c) => {
+        const s = session(ctx, c);
+        const end = await watch(
+          s.client,
+          runId,
+          (x) => (s.json ? undefined : ctx.stdout.write(x)),
+          opts.interval ?? 500,
+        );
+        if (s.json) ctx.stdout.write(`${JSON.stringify({ ok: true, data: end }, null, 2)}\n`);
+        if (end.state !== 'succeeded')
+          throw new CliError(`run ${end.state}${end.error ? `: ${end.error}` : ''}`);
+      });
+
+    cmd
+      .command('logs')
+      .description("A run's log lines; --follow waits for more until the run ends")
+      .argument('<run>', 'run id')
+      .option('--follow', 'keep printing new lines until the run ends')
+      .option('--after <seq>', 'only lines after this sequence number', (v) => Number(v))
+      .action(async (runId: string, opts: { follow?: boolean; after?: number }, c) => {
+        const s = session(ctx, c);
+        let after = opts.after ?? 0;
+        for (;;) {
+          const reply = await s.client.call<{
+            data: LogLine[];
+            next_after: number;
+            has_more: boolean;
+            run_state: string;
+          }>('runs/logs', { run_id: runId, after });
+          for (const l of reply.data) {
+            ctx.stdout.write(
+              s.json ? `${JSON.stringify(l)}\n` : `${l.phase ? `[${l.phase}] ` : ''}${l.text}\n`,
+            );
+          }
+          after = reply.next_after;
+          if (reply.has_more) continue;
+          if (!opts.follow || TERMINAL.has(reply.run_state)) return;
+          await sleep(500);
+        }
+      });
+
+    cmd
+      .command('cancel')
+      .description('Cancel a run (its daemon stops the agent and confirms)')
+      .argument('<run>', 'run id')
+      .option('--reason <text>', 'why')
+      .action(async (runId: string, opts: { reason?: string }, c) => {
+        const s = session(ctx, c);
+        const reply = await s.client.call<{ data: RunRow }>('runs/cancel', {
+          run_id: runId,
+          ...(opts.reason ? { reason: opts.reason } : {}),
+        });
+        s.print(reply, () =>
+          reply.data.state === 'cancelled'
+            ? `Run ${reply.data.run_id} cancelled.\n`
+            : `Cancel requested for run ${reply.data.run_id}; its daemon confirms when it has stopped.\n`,
+        );
+      });
+
+    cmd
+      .command('resume')
+      .description('Resume a failed, cancelled or lost run from its current phase')
+      .argument('<run>', 'run id')
+      .action(async (runId: string, _opts: unknown, c) => {
+        const s = session(ctx, c);
+        const reply = await s.client.call<{ data: RunRow }>('runs/resume', { run_id: runId });
+        s.print(reply, () => `Run ${reply.data.run_id} resumed: ${reply.data.state}.\n`);
+      });
+
+    cmd
+      .command('terminate')
+      .description(
+        'Force-terminate a run whose daemon cannot stop it (offline, lease expired, cancel unanswered)',
+      )
+      .argument('<run>', 'run id')
+      .requiredOption('--reason <text>', 'why (recorded)')
+      .action(async (runId: string, opts: { reason: string }, c) => {
+        const s = session(ctx, c);
+        const reply = await s.client.call<{ data: RunRow }>('runs/force_terminate', {
+          run_id: runId,
+          reason: opts.reason,
+        });
+        s.print(reply, () => `Run ${reply.data.run_id} terminated.\n`);
+      });
+  },
+});

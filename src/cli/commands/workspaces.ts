@@ -1,0 +1,144 @@
+import path from 'node:path';
+import { resolveCatalog, resolveDaemonRef } from '../catalog-refs.js';
+import type { Page } from '../client.js';
+import { defineCommand, pageArgs, session, withPaging } from '../command.js';
+import { usageError } from '../context.js';
+import { col, formatRecord, time } from '../output.js';
+import { looksLikeId, realmOrg, resolveRealm } from '../resolve.js';
+
+interface WorkspaceRow {
+  id: string;
+  daemon_id: string;
+  realm_id: string;
+  path: string;
+  name: string;
+  team_ids: string[];
+  created_at: number;
+  updated_at: number;
+}
+
+const DAEMON_HELP = 'daemon id, or name (in --realm, default "default")';
+const REALM_HELP = 'realm id or name (to find the daemon by name)';
+const ORG_HELP = 'organization id or slug (to find a realm by name)';
+
+export default defineCommand({
+  summary: 'Workspaces on daemons: register, list, get, remove, …',
+  register(cmd, ctx) {
+    cmd
+      .command('register')
+      .description("Register a directory on a daemon's machine as a workspace (the daemon checks it)")
+      .argument('<path>', 'absolute path on the daemon’s machine (a relative one is resolved here)')
+      .requiredOption('--daemon <daemon>', DAEMON_HELP)
+      .option('--name <name>', 'display name (default: the directory name)')
+      .option('--realm <realm>', REALM_HELP)
+      .option('--org <org>', ORG_HELP)
+      .action(async (p: string, opts: { daemon: string; name?: string; realm?: string; org?: string }, c) => {
+        const s = session(ctx, c);
+        const daemonId = await resolveDaemonRef(s.client, opts.daemon, opts);
+        const reply = await s.client.call<{ data: WorkspaceRow }>('workspaces/register', {
+          daemon_id: daemonId,
+          path: path.resolve(ctx.cwd, p),
+          ...(opts.name ? { name: opts.name } : {}),
+        });
+        const w = reply.data;
+        s.print(reply, () => `Registered workspace ${w.name} (${w.id}) at ${w.path}.\n`);
+      });
+
+    withPaging(
+      cmd
+        .command('list')
+        .description("A realm's or a daemon's workspaces")
+        .option('--realm <realm>', 'realm id or name (default: "default")')
+        .option('--daemon <daemon>', DAEMON_HELP)
+        .option('--org <org>', ORG_HELP),
+    ).action(
+      async (opts: { realm?: string; daemon?: string; org?: string; limit?: number; cursor?: string }, c) => {
+        const s = session(ctx, c);
+        const filter = opts.daemon
+          ? { daemon_id: await resolveDaemonRef(s.client, opts.daemon, opts) }
+          : { realm_id: await resolveRealm(s.client, opts.realm ?? 'default', opts.org) };
+        const reply = await s.client.call<Page<WorkspaceRow>>('workspaces/list', {
+          ...filter,
+          ...pageArgs(opts),
+        });
+        s.printPage(
+          reply,
+          [
+            col('ID', 'id'),
+            col('NAME', 'name'),
+            col('PATH', 'path'),
+            col('DAEMON', 'daemon_id'),
+            col('TEAMS', (w) => w.team_ids.length),
+            col('CREATED', (w) => time(w.created_at)),
+          ],
+          'No workspaces.',
+        );
+      },
+    );
+
+    cmd
+      .command('get')
+      .description('Show a workspace')
+      .argument('<workspace>', 'workspace id')
+      .action(async (id: string, _opts: unknown, c) => {
+        const s = session(ctx, c);
+        const reply = await s.client.call<{ data: WorkspaceRow }>('workspaces/get', { id });
+        const w = reply.data;
+        s.print(reply, () =>
+          formatRecord([
+            ['id', w.id],
+            ['name', w.name],
+            ['path', w.path],
+            ['daemon', w.daemon_id],
+            ['realm', w.realm_id],
+            ['teams', w.team_ids.join(', ')],
+            ['created', time(w.created_at)],
+          ]),
+        );
+      });
+
+    cmd
+      .command('remove')
+      .description("Remove a workspace from the hub's catalog (the daemon's directory is untouched)")
+      .argument('<workspace>', 'workspace id, or its path with --daemon')
+      .option('--daemon <daemon>', `select by path on this daemon: ${DAEMON_HELP}`)
+      .option('--realm <realm>', REALM_HELP)
+      .option('--org <org>', ORG_HELP)
+      .action(async (ref: string, opts: { daemon?: string; realm?: string; org?: string }, c) => {
+        const s = session(ctx, c);
+        const body = opts.daemon
+          ? {
+              daemon_id: await resolveDaemonRef(s.client, opts.daemon, opts),
+              path: path.resolve(ctx.cwd, ref),
+            }
+          : { id: ref };
+        const reply = await s.client.call<{ removed: boolean }>('workspaces/remove', body);
+        s.print(reply, () => (reply.removed ? `Removed workspace ${ref}.\n` : `No workspace ${ref}.\n`));
+      });
+
+    cmd
+      .command('assign-teams')
+      .description('Set the teams a workspace runs (each must be installed on its daemon)')
+      .argument('<workspace>', 'workspace id')
+      .argument('[teams...]', 'team ids or names (none: clear)')
+      .action(async (id: string, teams: string[], _opts: unknown, c) => {
+        const s = session(ctx, c);
+        const w = (await s.client.call<{ data: WorkspaceRow }>('workspaces/get', { id })).data;
+        const orgId = teams.length ? await realmOrg(s.client, w.realm_id) : null;
+        const teamIds: string[] = [];
+        for (const t of teams) {
+          if (t.includes('@')) throw usageError(`teams are assigned by name or id, without a version: ${t}`);
+          teamIds.push(looksLikeId(t) ? t : (await resolveCatalog(s.client, 'teams', t, orgId!)).team_id!);
+        }
+        const reply = await s.client.call<{ data: WorkspaceRow }>('workspaces/assign_teams', {
+          workspace_id: id,
+          team_ids: teamIds,
+        });
+        s.print(reply, () =>
+          teams.length
+            ? `Workspace ${w.name} runs: ${teams.join(', ')}.\n`
+            : `Workspace ${w.name} runs no team.\n`,
+        );
+      });
+  },
+});

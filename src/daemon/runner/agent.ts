@@ -1,0 +1,117 @@
+import { type ChildProcess, spawn as nodeSpawn } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import type { RunAgentManifest, RunLogLine } from '../../shared/protocol.js';
+
+/**
+ * One `exec` agent as a child process (CONTRACT.md §5): its own process group (so a stop reaches
+ * whatever it started), the SVC_* environment, a timeout, exit 0 = success, outputs read from the
+ * JSON file named by SVC_OUTPUT, stdout/stderr lines handed to `onLine`.
+ */
+export type SpawnFn = typeof nodeSpawn;
+
+export interface AgentRun {
+  pid: number | null;
+  /** Resolves when the process ended (never rejects). */
+  result: Promise<{ ok: true; outputs: unknown } | { ok: false; error: string }>;
+  /** SIGTERM to the process group, then SIGKILL after `graceMs`. */
+  stop(graceMs: number): void;
+}
+
+export interface AgentSpec {
+  manifest: RunAgentManifest;
+  cwd: string;
+  outputFile: string;
+  env: Record<string, string>;
+  onLine(line: RunLogLine): void;
+  spawn?: SpawnFn;
+}
+
+function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, sig);
+  } catch {
+    try {
+      child.kill(sig);
+    } catch {}
+  }
+}
+
+export function startAgent(spec: AgentSpec): AgentRun {
+  const { manifest } = spec;
+  mkdirSync(spec.cwd, { recursive: true });
+  mkdirSync(path.dirname(spec.outputFile), { recursive: true });
+  rmSync(spec.outputFile, { force: true });
+  const [cmd, ...args] = manifest.command;
+  const child = (spec.spawn ?? nodeSpawn)(cmd!, args, {
+    cwd: spec.cwd,
+    env: { ...process.env, ...manifest.env, ...spec.env, SVC_OUTPUT: spec.outputFile },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let timedOut = false;
+  let stopped = false;
+  let killTimer: NodeJS.Timeout | null = null;
+  const stop = (graceMs: number) => {
+    if (stopped) return;
+    stopped = true;
+    signalGroup(child, 'SIGTERM');
+    killTimer = setTimeout(() => signalGroup(child, 'SIGKILL'), graceMs);
+    killTimer.unref();
+  };
+  const timeout = setTimeout(() => {
+    timedOut = true;
+    stop(2_000);
+  }, manifest.timeout_ms);
+  timeout.unref();
+  for (const [stream, src] of [
+    ['stdout', child.stdout],
+    ['stderr', child.stderr],
+  ] as const) {
+    if (!src) continue;
+    createInterface({ input: src, crlfDelay: Number.POSITIVE_INFINITY }).on('line', (text) =>
+      spec.onLine({ stream, text, at: Date.now() }),
+    );
+  }
+  const result = new Promise<{ ok: true; outputs: unknown } | { ok: false; error: string }>((resolve) => {
+    let spawnError: Error | null = null;
+    child.on('error', (err) => {
+      spawnError = err;
+      if (child.pid === undefined) {
+        clearTimeout(timeout);
+        resolve({ ok: false, error: `could not start ${cmd}: ${err.message}` });
+      }
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timeout);
+      if (killTimer) clearTimeout(killTimer);
+      // Whatever the agent started in its group goes with it.
+      if (child.pid !== undefined && code === null) signalGroup(child, 'SIGKILL');
+      if (spawnError) return resolve({ ok: false, error: `could not start ${cmd}: ${spawnError.message}` });
+      if (timedOut) return resolve({ ok: false, error: `timed out after ${manifest.timeout_ms} ms` });
+      if (code !== 0) {
+        return resolve({
+          ok: false,
+          error: signal ? `the agent was stopped by ${signal}` : `the agent exited with code ${code}`,
+        });
+      }
+      let text: string;
+      try {
+        text = readFileSync(spec.outputFile, 'utf8');
+      } catch {
+        return resolve({ ok: true, outputs: {} });
+      }
+      if (text.trim() === '') return resolve({ ok: true, outputs: {} });
+      try {
+        const value: unknown = JSON.parse(text);
+        // Outputs are an object (or a list); anything else is kept as {value}.
+        resolve({ ok: true, outputs: value !== null && typeof value === 'object' ? value : { value } });
+      } catch (e) {
+        resolve({ ok: false, error: `SVC_OUTPUT is not valid JSON: ${(e as Error).message}` });
+      }
+    });
+  });
+  return { pid: child.pid ?? null, result, stop };
+}

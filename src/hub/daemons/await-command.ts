@@ -1,0 +1,48 @@
+import type { Hub } from '../context.js';
+import type { CommandResult } from './outbox.repo.js';
+
+/** How long an operation waits for a daemon's ack before answering without it. */
+export const COMMAND_ACK_TIMEOUT_MS = 10_000;
+
+/**
+ * Waits for a command's ack when its daemon is online (connected to this hub process, or marked
+ * online by another). Null when the daemon is offline or did not answer within `timeoutMs`; the
+ * command then stays in the outbox (callers that must not leave it there call `withdrawCommand`).
+ */
+export async function awaitCommand(
+  hub: Hub,
+  daemonId: string,
+  txId: string,
+  timeoutMs = COMMAND_ACK_TIMEOUT_MS,
+): Promise<CommandResult | null> {
+  if (!(await daemonOnline(hub, daemonId))) return null;
+  try {
+    return await hub.tunnel.waitForAck(txId, timeoutMs);
+  } catch {
+    return null;
+  }
+}
+
+export async function daemonOnline(hub: Hub, daemonId: string): Promise<boolean> {
+  if (hub.tunnel.isConnected(daemonId)) return true;
+  const d = await hub.db
+    .selectFrom('daemons')
+    .select('status')
+    .where('id', '=', daemonId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return d?.status === 'online';
+}
+
+/**
+ * Removes a command that was not acknowledged, so it is never delivered later. True when it was
+ * still pending (a command already delivered may still run on the daemon; its late ack is ignored).
+ */
+export async function withdrawCommand(hub: Hub, txId: string): Promise<boolean> {
+  const r = await hub.db
+    .deleteFrom('command_outbox')
+    .where('tx_id', '=', txId)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
+}

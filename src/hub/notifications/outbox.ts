@@ -1,0 +1,147 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/index.js';
+import type { NotificationChannelsTable, NotificationDeliveriesTable } from '../../db/schema.js';
+import { parseDestinations } from './channels.repo.js';
+import { type EventEnvelope, formatBody } from './payloads.js';
+
+type Ids = { newId: () => string; now: () => number };
+
+/** An event as recorded in `events` (the payload parsed). */
+export interface RecordedEvent {
+  id: string;
+  type: string;
+  org_id: string | null;
+  realm_id: string | null;
+  subject_id: string | null;
+  payload: Record<string, unknown>;
+  created_at: number;
+}
+
+const strings = (v: unknown): string[] =>
+  Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string' && x !== '') : [];
+
+export function envelopeOf(e: RecordedEvent): EventEnvelope {
+  const { channel_ids: _omit, ...data } = e.payload;
+  return {
+    id: e.id,
+    type: e.type,
+    occurred_at: e.created_at,
+    org_id: e.org_id,
+    realm_id: e.realm_id,
+    subject_id: e.subject_id,
+    data,
+  };
+}
+
+/**
+ * The event bus → outbox step, run by `recordEvent` in the transaction of the change: finds the
+ * enabled channels of the matching rules (event kind; the event's org, or its realm; the rule's
+ * filter on `payload.team_id` / `payload.state`) plus the channels named in `payload.channel_ids`
+ * (a run's `notify_channels`), and writes one delivery per (channel, destination).
+ */
+export async function enqueueEventDeliveries(db: Kysely<DB>, ids: Ids, e: RecordedEvent): Promise<number> {
+  let orgId = e.org_id;
+  if (!orgId && e.realm_id) {
+    orgId =
+      (await db.selectFrom('realms').select('org_id').where('id', '=', e.realm_id).executeTakeFirst())
+        ?.org_id ?? null;
+  }
+  const extra = strings(e.payload.channel_ids);
+  const channelIds = new Set<string>();
+  if (orgId) {
+    const teamId = typeof e.payload.team_id === 'string' ? e.payload.team_id : null;
+    const state = typeof e.payload.state === 'string' ? e.payload.state : null;
+    const rows = await db
+      .selectFrom('notification_rules as r')
+      .innerJoin('notification_rule_channels as rc', 'rc.rule_id', 'r.id')
+      .select('rc.channel_id')
+      .where('r.event', '=', e.type)
+      .where('r.org_id', '=', orgId)
+      .where((eb) =>
+        e.realm_id
+          ? eb.or([eb('r.realm_id', 'is', null), eb('r.realm_id', '=', e.realm_id)])
+          : eb('r.realm_id', 'is', null),
+      )
+      .where((eb) =>
+        teamId
+          ? eb.or([eb('r.filter_team_id', 'is', null), eb('r.filter_team_id', '=', teamId)])
+          : eb('r.filter_team_id', 'is', null),
+      )
+      .where((eb) =>
+        state
+          ? eb.or([eb('r.filter_state', 'is', null), eb('r.filter_state', '=', state)])
+          : eb('r.filter_state', 'is', null),
+      )
+      .execute();
+    for (const r of rows) channelIds.add(r.channel_id);
+  }
+  let channels: NotificationChannelsTable[] = [];
+  if (channelIds.size > 0) {
+    channels = await db
+      .selectFrom('notification_channels')
+      .selectAll()
+      .where('id', 'in', [...channelIds])
+      .where('enabled', '=', 1)
+      .execute();
+  }
+  if (extra.length > 0) {
+    // Channels named by the event itself must belong to its realm or org, or be personal ones
+    // (checked when they were attached, e.g. by runs/new).
+    const named = await db
+      .selectFrom('notification_channels')
+      .selectAll()
+      .where('id', 'in', extra)
+      .where('enabled', '=', 1)
+      .where((eb) =>
+        eb.or([
+          eb('scope', '=', 'personal'),
+          ...(e.realm_id ? [eb.and([eb('scope', '=', 'realm'), eb('realm_id', '=', e.realm_id)])] : []),
+          ...(orgId ? [eb.and([eb('scope', '=', 'org'), eb('org_id', '=', orgId)])] : []),
+        ]),
+      )
+      .execute();
+    for (const c of named) if (!channelIds.has(c.id)) channels.push(c);
+  }
+  if (channels.length === 0) return 0;
+  const env = envelopeOf(e);
+  let n = 0;
+  for (const c of channels) n += await enqueueForChannel(db, ids, c, env, 'event');
+  return n;
+}
+
+/** One pending delivery per destination of the channel; the body is fixed now so retries resend the same bytes. */
+export async function enqueueForChannel(
+  db: Kysely<DB>,
+  ids: Ids,
+  channel: NotificationChannelsTable,
+  env: EventEnvelope,
+  kind: NotificationDeliveriesTable['kind'],
+): Promise<number> {
+  const dests = parseDestinations(channel.destinations);
+  if (dests.length === 0) return 0;
+  const now = ids.now();
+  const rows: NotificationDeliveriesTable[] = dests.map((d, i) => ({
+    id: ids.newId(),
+    channel_id: channel.id,
+    event_id: env.id,
+    event_type: env.type,
+    kind,
+    destination_index: i,
+    destination_type: d.type,
+    url: d.webhook_url,
+    body: formatBody(d.type, env),
+    state: 'pending',
+    attempts: 0,
+    next_attempt_at: now,
+    lease_owner: null,
+    lease_until: null,
+    last_status_code: null,
+    last_latency_ms: null,
+    last_error: null,
+    created_at: now,
+    updated_at: now,
+    completed_at: null,
+  }));
+  await db.insertInto('notification_deliveries').values(rows).execute();
+  return rows.length;
+}

@@ -1,0 +1,44 @@
+import type { Hub } from '../context.js';
+import { onCommandAck, sweepLeases } from './runs.daemon.js';
+import { onDaemonConnected } from './runs.dispatch.js';
+
+/**
+ * The runs engine's background work in one hub process: the lease sweeper (safe with several hub
+ * processes: each move is a conditional UPDATE), dispatch of queued runs when a daemon connects,
+ * and cancel acknowledgements. Returns a stop function that waits for work in progress.
+ */
+export function startRunsBackground(hub: Hub, sweepMs: number): () => Promise<void> {
+  const inflight = new Set<Promise<unknown>>();
+  let stopped = false;
+  const track = (what: string, p: Promise<unknown>) => {
+    if (stopped) return;
+    const q = p.catch((err) => hub.log.error({ err }, `${what} failed`));
+    inflight.add(q);
+    void q.finally(() => inflight.delete(q));
+  };
+  const onConnected = (e: { daemon_id: string }) =>
+    track('dispatch on connect', onDaemonConnected(hub, e.daemon_id));
+  const onAck = (r: { tx_id: string; status: 'ok' | 'error' }) =>
+    track('cancel acknowledgement', onCommandAck(hub, r.tx_id, r.status));
+  hub.tunnel.events.on('connected', onConnected);
+  hub.tunnel.events.on('ack', onAck);
+  let sweeping = false;
+  const timer = setInterval(() => {
+    if (sweeping) return;
+    sweeping = true;
+    track(
+      'lease sweep',
+      sweepLeases(hub).finally(() => {
+        sweeping = false;
+      }),
+    );
+  }, sweepMs);
+  timer.unref();
+  return async () => {
+    stopped = true;
+    clearInterval(timer);
+    hub.tunnel.events.off('connected', onConnected);
+    hub.tunnel.events.off('ack', onAck);
+    await Promise.all([...inflight]);
+  };
+}

@@ -1,0 +1,146 @@
+import { z } from 'zod';
+import { AppendLogsBody, RenewLeaseBody, RunReportBody, StartChildBody } from '../../shared/protocol.js';
+import { requireDaemon } from '../access/access.service.js';
+import { id, op, paging } from '../http/op.js';
+import { appendLogs, renewLeases, reportRun, startChild } from './runs.daemon.js';
+import {
+  cancelRun,
+  createRun,
+  forceTerminate,
+  listRuns,
+  resumeRun,
+  runLogs,
+  showRun,
+  visibleRun,
+} from './runs.service.js';
+import { RUN_STATES } from './state.js';
+
+const handles = z.array(z.string().min(1).max(100)).max(100);
+
+/** Runs: user operations and the daemon-side calls (realm token). */
+export const runOps = [
+  op({
+    name: 'runs/new',
+    summary: 'Starts a run of a team (or of one agent): answers it queued and dispatches it.',
+    input: z.object({
+      realm_id: id.optional(),
+      team_id: id.optional(),
+      team: z.string().min(1).max(201).optional(),
+      agent: z.string().min(1).max(201).optional(),
+      execution_type: z.enum(['team', 'agent']).optional(),
+      workspace_id: id.optional(),
+      inputs: z.record(z.string(), z.unknown()).optional(),
+      run_name: z.string().trim().min(1).max(200).optional(),
+      reviewers: z.record(z.string(), handles).optional(),
+      notify_channels: z.array(z.string().min(1).max(200)).max(100).nullable().optional(),
+      external_id: z.string().min(1).max(500).nullable().optional(),
+      context_labels: z
+        .union([z.record(z.string(), z.unknown()), z.array(z.string())])
+        .nullable()
+        .optional(),
+    }),
+    async handler(ctx, input) {
+      ctx.status(201);
+      return {
+        data: await createRun(ctx, ctx.actor, {
+          ...input,
+          external_id: input.external_id ?? undefined,
+        }),
+      };
+    },
+  }),
+  op({
+    name: 'runs/get_by_id',
+    summary: 'A run; with with_history: true, its history too.',
+    input: z.object({ run_id: id, with_history: z.boolean().optional() }),
+    async handler(ctx, input) {
+      const { run } = await visibleRun(ctx, ctx.actor, input.run_id, 'runs.view');
+      return { data: await showRun(ctx, run, input.with_history === true) };
+    },
+  }),
+  op({
+    name: 'runs/list',
+    summary: 'The runs of a realm, newest first, optionally filtered by state and team.',
+    input: z.object({
+      realm_id: id,
+      state: z.enum(RUN_STATES).optional(),
+      team_id: id.optional(),
+      ...paging,
+    }),
+    async handler(ctx, input) {
+      return listRuns(ctx, ctx.actor, input);
+    },
+  }),
+  op({
+    name: 'runs/logs',
+    summary: 'The log lines of a run after sequence number `after` (default 0), oldest first.',
+    input: z.object({
+      run_id: id,
+      after: z.number().int().min(0).default(0),
+      limit: z.number().int().min(1).max(5000).default(1000),
+    }),
+    async handler(ctx, input) {
+      const { run } = await visibleRun(ctx, ctx.actor, input.run_id, 'runs.view');
+      return runLogs(ctx, run, input.after, input.limit);
+    },
+  }),
+  op({
+    name: 'runs/cancel',
+    summary: 'Cancels a run: at once when no daemon holds it, else through its daemon.',
+    input: z.object({ run_id: id, reason: z.string().max(2000).optional() }),
+    async handler(ctx, input) {
+      return { data: await cancelRun(ctx, ctx.actor, input.run_id, input.reason ?? null) };
+    },
+  }),
+  op({
+    name: 'runs/resume',
+    summary: 'A failed, cancelled or lost run continues from its current phase.',
+    input: z.object({ run_id: id }),
+    async handler(ctx, input) {
+      return { data: await resumeRun(ctx, ctx.actor, input.run_id) };
+    },
+  }),
+  op({
+    name: 'runs/force_terminate',
+    summary: 'Ends a run whose daemon cannot: only when force_terminate.eligible.',
+    input: z.object({ run_id: id, reason: z.string().trim().min(1).max(2000) }),
+    async handler(ctx, input) {
+      return { data: await forceTerminate(ctx, ctx.actor, input.run_id, input.reason) };
+    },
+  }),
+  // Daemon-side calls.
+  op({
+    name: 'runs/report',
+    summary:
+      'A daemon reports a run event (started, phase.started, phase.completed, succeeded, failed, cancelled…).',
+    input: RunReportBody,
+    async handler(ctx, input) {
+      return { data: await reportRun(ctx, requireDaemon(ctx.actor), input) };
+    },
+  }),
+  op({
+    name: 'runs/renew_lease',
+    summary: 'A daemon renews the leases of its runs.',
+    input: RenewLeaseBody,
+    async handler(ctx, input) {
+      return { data: await renewLeases(ctx, requireDaemon(ctx.actor), input) };
+    },
+  }),
+  op({
+    name: 'runs/append_logs',
+    summary: 'A daemon uploads a batch of log lines of a run.',
+    input: AppendLogsBody,
+    async handler(ctx, input) {
+      return { data: await appendLogs(ctx, requireDaemon(ctx.actor), input) };
+    },
+  }),
+  op({
+    name: 'runs/start_child',
+    summary: 'A daemon starts a child run for a team phase of a run it holds.',
+    input: StartChildBody,
+    async handler(ctx, input) {
+      ctx.status(201);
+      return { data: await startChild(ctx, requireDaemon(ctx.actor), input) };
+    },
+  }),
+];

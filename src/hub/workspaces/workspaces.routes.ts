@@ -1,0 +1,248 @@
+import path from 'node:path';
+import { z } from 'zod';
+import { isUniqueViolation } from '../../db/index.js';
+import type { WorkspacesTable } from '../../db/schema.js';
+import { AppError, conflict, forbidden, notFound } from '../../shared/errors.js';
+import { requireRealm, requireUser } from '../access/access.service.js';
+import type { Actor } from '../access/actor.js';
+import { settleInstalls } from '../catalog/installs.service.js';
+import type { Hub } from '../context.js';
+import { awaitCommand, daemonOnline, withdrawCommand } from '../daemons/await-command.js';
+import { loadLiveDaemon } from '../daemons/daemons.repo.js';
+import { enqueueCommand } from '../daemons/outbox.repo.js';
+import { sendCommand } from '../daemons/outbox.service.js';
+import { cursor, id, limit, op } from '../http/op.js';
+import { decodeCursor, pageOf } from '../http/paging.js';
+import { acceptedPath, normalizeWorkspacePath, workspaceOut } from './workspaces.service.js';
+
+const wsPath = z.string().min(1, 'must not be empty').max(4096);
+
+async function loadWorkspace(hub: Hub, workspaceId: string) {
+  const w = await hub.db
+    .selectFrom('workspaces')
+    .selectAll()
+    .where('id', '=', workspaceId)
+    .executeTakeFirst();
+  if (!w) throw notFound('workspace');
+  return w;
+}
+
+function findByPath(hub: Hub, daemonId: string, p: string) {
+  return hub.db
+    .selectFrom('workspaces')
+    .selectAll()
+    .where('daemon_id', '=', daemonId)
+    .where('path', '=', p)
+    .executeTakeFirst();
+}
+
+/** Realm admin of the owning realm, or the realm token of the workspace's own daemon. */
+async function requireWorkspaceAdmin(
+  hub: Hub,
+  actor: Actor | null,
+  daemon: { id: string; realm_id: string },
+) {
+  if (actor?.kind === 'daemon') {
+    if (actor.daemon.id !== daemon.id) throw forbidden("only the workspace's own daemon may remove it");
+    return;
+  }
+  await requireRealm(hub, actor, daemon.realm_id, 'workspaces.manage');
+}
+
+export const workspaceOps = [
+  op({
+    name: 'workspaces/register',
+    summary:
+      'Registers a directory of a daemon as a workspace. The daemon checks the path (absolute, an existing directory it can read and write); the hub records it only when the daemon accepted it.',
+    input: z.object({ daemon_id: id, path: wsPath, name: z.string().trim().min(1).max(200).optional() }),
+    async handler(ctx, input) {
+      const user = requireUser(ctx.actor);
+      const daemon = await loadLiveDaemon(ctx, input.daemon_id);
+      await requireRealm(ctx, user, daemon.realm_id, 'workspaces.manage');
+      if (!(await daemonOnline(ctx, daemon.id))) {
+        throw conflict(
+          `daemon ${daemon.name} is offline; a workspace is registered only once its daemon has checked the path`,
+        );
+      }
+      const wanted = normalizeWorkspacePath(input.path);
+      const existing = await findByPath(ctx, daemon.id, wanted);
+      const name = input.name ?? existing?.name ?? (path.posix.basename(wanted) || wanted);
+      const workspaceId = existing?.id ?? ctx.newId();
+      const txId = await sendCommand(ctx, daemon.id, 'workspaces/register', {
+        id: workspaceId,
+        path: input.path,
+        name,
+      });
+      const result = await awaitCommand(ctx, daemon.id, txId);
+      if (!result) {
+        await withdrawCommand(ctx, txId);
+        throw conflict(`daemon ${daemon.name} did not confirm the workspace in time; try again`);
+      }
+      if (result.status === 'error') {
+        const e = result.error;
+        const code =
+          e?.code === 'WORKSPACE_INVALID' || e?.code === 'PAYLOAD_INVALID' ? 'bad_request' : 'conflict';
+        throw new AppError(code, `the daemon refused the workspace: ${e?.message ?? 'unknown error'}`, {
+          daemon_error: e,
+        });
+      }
+      const p = acceptedPath(result, wanted);
+      const now = ctx.now();
+      const row: WorkspacesTable = {
+        id: workspaceId,
+        daemon_id: daemon.id,
+        realm_id: daemon.realm_id,
+        path: p,
+        name,
+        team_ids: existing?.team_ids ?? '[]',
+        created_at: now,
+        updated_at: now,
+      };
+      let created = false;
+      if (!existing) {
+        try {
+          await ctx.db.insertInto('workspaces').values(row).execute();
+          created = true;
+        } catch (err) {
+          if (!isUniqueViolation(err)) throw err;
+        }
+      }
+      if (!created) {
+        await ctx.db
+          .updateTable('workspaces')
+          .set({ name, updated_at: now })
+          .where('daemon_id', '=', daemon.id)
+          .where('path', '=', p)
+          .execute();
+      }
+      const saved = await findByPath(ctx, daemon.id, p);
+      ctx.status(created ? 201 : 200);
+      return { data: workspaceOut(saved!) };
+    },
+  }),
+  op({
+    name: 'workspaces/list',
+    summary: "A realm's or a daemon's workspaces.",
+    input: z.union([z.object({ realm_id: id, limit, cursor }), z.object({ daemon_id: id, limit, cursor })]),
+    async handler(ctx, input) {
+      const user = requireUser(ctx.actor);
+      const realmId =
+        'daemon_id' in input ? (await loadLiveDaemon(ctx, input.daemon_id)).realm_id : input.realm_id;
+      await requireRealm(ctx, user, realmId, 'runs.view');
+      const after = decodeCursor(input.cursor);
+      const rows = await ctx.db
+        .selectFrom('workspaces')
+        .selectAll()
+        .$if('daemon_id' in input, (q) =>
+          q.where('daemon_id', '=', (input as { daemon_id: string }).daemon_id),
+        )
+        .$if(!('daemon_id' in input), (q) => q.where('realm_id', '=', realmId))
+        .$if(after !== null, (q) => q.where('id', '>', after!))
+        .orderBy('id')
+        .limit(input.limit + 1)
+        .execute();
+      const page = pageOf(rows, input.limit, (r) => r.id);
+      return { data: page.data.map(workspaceOut), next_cursor: page.next_cursor };
+    },
+  }),
+  op({
+    name: 'workspaces/get',
+    summary: 'A workspace by id.',
+    input: z.object({ id }),
+    async handler(ctx, input) {
+      const user = requireUser(ctx.actor);
+      const w = await loadWorkspace(ctx, input.id);
+      await requireRealm(ctx, user, w.realm_id, 'runs.view');
+      return { data: workspaceOut(w) };
+    },
+  }),
+  op({
+    name: 'workspaces/remove',
+    summary:
+      "Removes a workspace from the hub's catalog (by id, or by daemon_id and path); it does not touch the daemon. Unknown → removed: false.",
+    input: z.union([z.object({ id }), z.object({ daemon_id: id, path: wsPath })]),
+    async handler(ctx, input) {
+      if (!ctx.actor) throw new AppError('unauthorized', 'authentication required');
+      let w: WorkspacesTable | undefined;
+      if ('id' in input) {
+        w = await ctx.db.selectFrom('workspaces').selectAll().where('id', '=', input.id).executeTakeFirst();
+        if (!w) return { removed: false };
+        await requireWorkspaceAdmin(ctx, ctx.actor, { id: w.daemon_id, realm_id: w.realm_id });
+      } else {
+        const daemon = await ctx.db
+          .selectFrom('daemons')
+          .select(['id', 'realm_id'])
+          .where('id', '=', input.daemon_id)
+          .executeTakeFirst();
+        if (!daemon) return { removed: false };
+        await requireWorkspaceAdmin(ctx, ctx.actor, daemon);
+        w = await findByPath(ctx, daemon.id, normalizeWorkspacePath(input.path));
+        if (!w) return { removed: false };
+      }
+      const r = await ctx.db.deleteFrom('workspaces').where('id', '=', w.id).executeTakeFirst();
+      return { removed: Number(r.numDeletedRows) > 0 };
+    },
+  }),
+  op({
+    name: 'workspaces/assign_teams',
+    summary:
+      'Sets the teams (team ids; a team_version_id stands for its team) a workspace runs. Each must be installed on the workspace’s daemon.',
+    input: z.object({ workspace_id: id, team_ids: z.array(id).max(500) }),
+    async handler(ctx, input) {
+      const user = requireUser(ctx.actor);
+      const w = await loadWorkspace(ctx, input.workspace_id);
+      const { realm } = await requireRealm(ctx, user, w.realm_id, 'workspaces.manage');
+      const refs = [...new Set(input.team_ids)];
+      const versions = refs.length
+        ? await ctx.db
+            .selectFrom('team_versions')
+            .select(['id', 'team_id', 'name'])
+            .where('org_id', '=', realm.org_id)
+            .where((eb) => eb.or([eb('team_id', 'in', refs), eb('id', 'in', refs)]))
+            .execute()
+        : [];
+      const teamOf = new Map<string, { team_id: string; name: string }>();
+      for (const v of versions) {
+        teamOf.set(v.team_id, v);
+        teamOf.set(v.id, v);
+      }
+      const unknown = refs.filter((r) => !teamOf.has(r));
+      if (unknown.length) throw notFound(`team(s) ${unknown.join(', ')}`);
+      const teamIds = [...new Set(refs.map((r) => teamOf.get(r)!.team_id))];
+      await settleInstalls(ctx, { daemonId: w.daemon_id });
+      const installed = teamIds.length
+        ? await ctx.db
+            .selectFrom('team_installs')
+            .select('team_id')
+            .distinct()
+            .where('daemon_id', '=', w.daemon_id)
+            .where('status', '=', 'installed')
+            .where('team_id', 'in', teamIds)
+            .execute()
+        : [];
+      const have = new Set(installed.map((r) => r.team_id));
+      const missing = teamIds.filter((t) => !have.has(t));
+      if (missing.length) {
+        const names = missing.map((t) => teamOf.get(t)!.name);
+        throw conflict(`not installed on the workspace's daemon: ${names.join(', ')}; install them first`, {
+          missing_team_ids: missing,
+        });
+      }
+      const now = ctx.now();
+      const txId = await ctx.db.transaction().execute(async (trx) => {
+        await trx
+          .updateTable('workspaces')
+          .set({ team_ids: JSON.stringify(teamIds), updated_at: now })
+          .where('id', '=', w.id)
+          .execute();
+        return enqueueCommand(trx, ctx, w.daemon_id, 'workspaces/assign_teams', {
+          workspace_id: w.id,
+          path: w.path,
+          team_ids: teamIds,
+        });
+      });
+      ctx.tunnel.wake(w.daemon_id);
+      return { data: { ...workspaceOut(await loadWorkspace(ctx, w.id)), tx_id: txId } };
+    },
+  }),
+];

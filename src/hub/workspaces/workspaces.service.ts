@@ -1,0 +1,34 @@
+import path from 'node:path';
+import type { WorkspacesTable } from '../../db/schema.js';
+import type { CommandResult } from '../daemons/outbox.repo.js';
+
+/**
+ * Workspaces: directories on a daemon's machine. The daemon decides whether a path is usable; the
+ * hub only records what the daemon accepted.
+ */
+
+/** An absolute POSIX path without `.`/`..` segments or a trailing slash (the daemon does the same). */
+export function normalizeWorkspacePath(p: string): string {
+  if (!p.startsWith('/')) return p; // the daemon refuses it with WORKSPACE_INVALID
+  const n = path.posix.normalize(p);
+  return n.length > 1 ? n.replace(/\/+$/, '') : n;
+}
+
+export function workspaceOut(w: WorkspacesTable) {
+  return {
+    id: w.id,
+    daemon_id: w.daemon_id,
+    realm_id: w.realm_id,
+    path: w.path,
+    name: w.name,
+    team_ids: JSON.parse(w.team_ids) as string[],
+    created_at: w.created_at,
+    updated_at: w.updated_at,
+  };
+}
+
+/** The daemon's answer to `workspaces/register`, when it accepted the path. */
+export function acceptedPath(result: CommandResult, fallback: string): string {
+  const reply = result.reply as { path?: unknown } | null;
+  return typeof reply?.path === 'string' ? reply.path : fallback;
+}

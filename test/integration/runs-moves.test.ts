@@ -1,0 +1,199 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestHub, type TestHub } from '../helpers/hub.js';
+import { agentDir, registerAgent, registerTeam } from '../helpers/runs.js';
+import { connectDaemon, type TunnelClient } from '../helpers/tunnel-client.js';
+import { buildWorld, type World } from '../helpers/world.js';
+
+/**
+ * Every state move a daemon can ask for, and the refused ones, driven by hand through a tunnel
+ * client (the test plays the daemon), plus fencing with an older lease epoch.
+ */
+describe('run state moves and fencing', () => {
+  let h: TestHub;
+  let w: World;
+  let t: TunnelClient;
+  const agents = agentDir();
+  before(async () => {
+    h = await startTestHub();
+    w = await buildWorld(h);
+    const script = agents.write('noop', '');
+    await registerAgent(h, w.orgId, 'noop', script);
+    await registerTeam(h, w.orgId, 'solo', [{ name: 'only', agent: 'noop' }]);
+    t = await connectDaemon(h.url, w.tokens.realm_token!);
+  });
+  after(async () => {
+    await t?.close();
+    await h?.close();
+    agents.cleanup();
+  });
+
+  const dt = () => w.tokens.realm_token!;
+  const report = (body: Record<string, unknown>) => h.call('runs/report', body, dt());
+
+  /** A run offered to the tunnel client and claimed by it: answers the run id and its epoch. */
+  async function claimedRun(): Promise<{ runId: string; epoch: number }> {
+    const run = (await h.ok('runs/new', { realm_id: w.realmId, team: 'solo' }, w.tokens.realm_member)).data;
+    const offer = await t.next('command');
+    assert.equal(offer.path, 'offer_job');
+    const body = offer.body as { queue_item_id: string; payload: { run_id: string } };
+    assert.equal(body.payload.run_id, run.run_id);
+    t.ack(offer.tx_id, { reply: { claimed: true } });
+    const claim = await h.ok(
+      'queue/claim',
+      { queue_item_id: body.queue_item_id, daemon_id: w.daemonId },
+      dt(),
+    );
+    assert.equal(claim.data.claimed, true);
+    assert.equal(claim.data.run.run_id, run.run_id);
+    const exec = await t.next('command');
+    assert.equal(exec.path, 'runs/execute');
+    const eb = exec.body as {
+      run_id: string;
+      lease_epoch: number;
+      team: { phases: unknown[] };
+      agents: object;
+    };
+    assert.equal(eb.run_id, run.run_id);
+    assert.equal(eb.lease_epoch, claim.data.run.lease_epoch);
+    assert.equal(eb.team.phases.length, 1);
+    assert.equal(Object.keys(eb.agents).length, 1);
+    t.ack(exec.tx_id, { reply: { accepted: true } });
+    return { runId: run.run_id, epoch: eb.lease_epoch };
+  }
+
+  it('accepts every legal move and refuses the others with conflict', async () => {
+    const { runId, epoch } = await claimedRun();
+    const r = (event: string, extra: Record<string, unknown> = {}) =>
+      report({ run_id: runId, lease_epoch: epoch, event, ...extra });
+    // offered → succeeded / awaiting_input / input.received: refused.
+    for (const ev of ['succeeded', 'awaiting_input', 'input.received', 'phase.started']) {
+      const x = await r(ev, { phase: 'only' });
+      assert.equal(x.status, 409, `${ev}: ${JSON.stringify(x.body)}`);
+      assert.equal(x.body.code, 'conflict');
+    }
+    assert.equal((await r('started')).status, 200);
+    assert.equal((await r('started')).status, 409, 'running → running is refused');
+    assert.equal((await r('input.received')).status, 409);
+    assert.equal((await r('phase.started', { phase: 'only', pid: 4242 })).status, 200);
+    let run = (await h.ok('runs/get_by_id', { run_id: runId })).data;
+    assert.equal(run.state, 'running');
+    assert.equal(run.current_phase, 'only');
+    assert.equal(run.current_pid, 4242);
+    assert.equal((await r('awaiting_input')).status, 200);
+    assert.equal(
+      (await r('phase.completed', { phase: 'only' })).status,
+      409,
+      'no phase step while awaiting input',
+    );
+    assert.equal((await r('input.received')).status, 200);
+    assert.equal((await r('phase.completed', { phase: 'only', outputs: { n: 1 } })).status, 200);
+    assert.equal((await r('succeeded')).status, 200);
+    for (const ev of ['started', 'failed', 'cancelled', 'succeeded', 'awaiting_input']) {
+      assert.equal((await r(ev)).status, 409, `succeeded → ${ev} must be refused`);
+    }
+    run = (await h.ok('runs/get_by_id', { run_id: runId, with_history: true })).data;
+    assert.equal(run.state, 'succeeded');
+    assert.deepEqual(run.outputs, { only: { n: 1 } });
+    assert.deepEqual(
+      run.history.map((e: { type: string }) => e.type),
+      [
+        'run.queued',
+        'run.offered',
+        'run.claimed',
+        'run.started',
+        'phase.started',
+        'run.awaiting_input',
+        'run.input_received',
+        'phase.completed',
+        'run.ended',
+      ],
+    );
+    // Users: resume and cancel of a succeeded run are refused too.
+    assert.equal((await h.call('runs/resume', { run_id: runId })).status, 409);
+    assert.equal((await h.call('runs/cancel', { run_id: runId })).status, 409);
+    const ft = await h.call('runs/force_terminate', { run_id: runId, reason: 'x' });
+    assert.equal(ft.status, 409);
+    assert.match(ft.body.error, /already_terminal/);
+  });
+
+  it('refuses report, renew_lease and append_logs with an older epoch (fencing)', async () => {
+    const { runId, epoch } = await claimedRun();
+    assert.equal((await report({ run_id: runId, lease_epoch: epoch, event: 'started' })).status, 200);
+    const stale = epoch - 1;
+    const x = await report({ run_id: runId, lease_epoch: stale, event: 'failed', error: 'old daemon' });
+    assert.equal(x.status, 409);
+    const renew = await h.call('runs/renew_lease', { runs: [{ run_id: runId, lease_epoch: stale }] }, dt());
+    assert.equal(renew.status, 409);
+    assert.deepEqual(
+      renew.body.details.refused.map((e: { run_id: string }) => e.run_id),
+      [runId],
+    );
+    const ok = await h.call('runs/renew_lease', { runs: [{ run_id: runId, lease_epoch: epoch }] }, dt());
+    assert.equal(ok.status, 200);
+    assert.deepEqual(ok.body.data.renewed, [runId]);
+    const logs = await h.call(
+      'runs/append_logs',
+      { run_id: runId, lease_epoch: stale, lines: [{ stream: 'stdout', text: 'from the past' }] },
+      dt(),
+    );
+    assert.equal(logs.status, 409);
+    const good = await h.call(
+      'runs/append_logs',
+      { run_id: runId, lease_epoch: epoch, lines: [{ stream: 'stdout', text: 'now' }] },
+      dt(),
+    );
+    assert.equal(good.status, 200);
+    const lines = await h.ok('runs/logs', { run_id: runId });
+    assert.deepEqual(
+      lines.data.map((l: { text: string }) => l.text),
+      ['now'],
+    );
+    // A user token cannot make daemon-side calls.
+    const user = await h.call('runs/report', { run_id: runId, lease_epoch: epoch, event: 'failed' });
+    assert.equal(user.status, 403);
+    const run = (await h.ok('runs/get_by_id', { run_id: runId })).data;
+    assert.equal(run.state, 'running');
+  });
+
+  it('validates runs/new: team, realm and reviewers', async () => {
+    const bad = await h.call('runs/new', { team: 'solo' });
+    assert.equal(bad.status, 400);
+    const unknown = await h.call('runs/new', { realm_id: w.realmId, team: 'nope' });
+    assert.equal(unknown.status, 404);
+    const rev = await h.call('runs/new', {
+      realm_id: w.realmId,
+      team: 'solo',
+      reviewers: { only: ['no-such-handle'] },
+    });
+    assert.equal(rev.status, 400);
+    const outsider = await h.call('runs/new', {
+      realm_id: w.realmId,
+      team: 'solo',
+      reviewers: { only: [w.users.outsider!.handle] },
+    });
+    assert.equal(outsider.status, 400);
+    const okRev = await h.call('runs/new', {
+      realm_id: w.realmId,
+      team: 'solo',
+      run_name: 'named',
+      reviewers: { only: [w.users.realm_member!.handle] },
+      context_labels: ['a'],
+      notify_channels: ['c1'],
+    });
+    assert.equal(okRev.status, 201, JSON.stringify(okRev.body));
+    assert.equal(okRev.body.data.run_name, 'named');
+    assert.deepEqual(okRev.body.data.reviewers, { only: [w.users.realm_member!.handle] });
+    assert.equal(
+      (await h.call('runs/new', { realm_id: w.realmId, team: 'solo' }, w.tokens.org_member)).status,
+      403,
+    );
+    assert.equal((await h.call('runs/new', { realm_id: w.realmId, team: 'solo' }, dt())).status, 403);
+    assert.equal(
+      (await h.call('runs/cancel', { run_id: okRev.body.data.run_id }, w.tokens.realm_member)).status,
+      403,
+    );
+    // The offer for it goes to the tunnel client; drain it.
+    await t.next('command');
+  });
+});
