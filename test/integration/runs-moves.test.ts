@@ -173,13 +173,25 @@ describe('run state moves and fencing', () => {
       reviewers: { only: [w.users.outsider!.handle] },
     });
     assert.equal(outsider.status, 400);
+    const unknownChannel = await h.call('runs/new', {
+      realm_id: w.realmId,
+      team: 'solo',
+      notify_channels: ['c1'],
+    });
+    assert.equal(unknownChannel.status, 400);
+    assert.equal(unknownChannel.body.details.issues[0].field, 'notify_channels');
+    const channel = await h.ok('notification_channels/new', {
+      realm_id: w.realmId,
+      name: 'run watchers',
+      destinations: [{ type: 'webhook', webhook_url: 'https://hooks.example.test/svc' }],
+    });
     const okRev = await h.call('runs/new', {
       realm_id: w.realmId,
       team: 'solo',
       run_name: 'named',
       reviewers: { only: [w.users.realm_member!.handle] },
       context_labels: ['a'],
-      notify_channels: ['c1'],
+      notify_channels: [channel.data.id],
     });
     assert.equal(okRev.status, 201, JSON.stringify(okRev.body));
     assert.equal(okRev.body.data.run_name, 'named');

@@ -142,11 +142,13 @@ export interface HistoryOut {
 export async function addHistory(
   db: Kysely<DB>,
   hub: Pick<Hub, 'newId' | 'now'>,
-  run: Pick<RunsTable, 'run_id' | 'org_id' | 'realm_id' | 'team_id'>,
+  run: Pick<RunsTable, 'run_id' | 'org_id' | 'realm_id' | 'team_id' | 'notify_channels'>,
   state: string,
   e: HistoryEntry,
 ): Promise<void> {
   const at = hub.now();
+  // A run's own notify_channels hear the events that need a person: its end, a loss, a review.
+  const channelIds = NOTIFY_RUN_CHANNELS_ON.has(e.type) ? (json<string[]>(run.notify_channels) ?? []) : [];
   await db
     .insertInto('run_history')
     .values({
@@ -173,9 +175,17 @@ export async function addHistory(
       phase: e.phase ?? null,
       error: e.error ?? null,
       actor: e.actor ?? null,
+      ...(channelIds.length ? { channel_ids: channelIds } : {}),
     },
   });
 }
+
+/** The run events also sent to the channels named in the run's `notify_channels`. */
+export const NOTIFY_RUN_CHANNELS_ON: ReadonlySet<string> = new Set([
+  'run.ended',
+  'run.lost',
+  'review.requested',
+]);
 
 export async function listHistory(db: Kysely<DB>, runId: string): Promise<HistoryOut[]> {
   const rows = await db

@@ -10,6 +10,7 @@ import { findTeamVersion } from '../catalog/teams.service.js';
 import type { Hub } from '../context.js';
 import { enqueueCommand } from '../daemons/outbox.repo.js';
 import { decodeCursor, pageOf } from '../http/paging.js';
+import { unusableChannelIds } from '../notifications/channels.repo.js';
 import { dispatchRun, runDefinition } from './runs.dispatch.js';
 import {
   addHistory,
@@ -206,6 +207,13 @@ export async function createRun(hub: Hub, actor: Actor | null, input: NewRunInpu
       }
       reviewers[phase] = [...new Set(handles)];
     }
+  }
+  const notify = Array.isArray(input.notify_channels) ? (input.notify_channels as string[]) : [];
+  if (notify.length) {
+    const scope = { realmId: realm.id, orgId: realm.org_id, userId: user.user.id };
+    const bad = await unusableChannelIds(hub.db, scope, notify);
+    if (bad.length)
+      throw issue('notify_channels', `not channels you may use in this realm: ${bad.join(', ')}`);
   }
 
   const row = await hub.db.transaction().execute((trx) =>
