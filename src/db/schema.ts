@@ -243,6 +243,7 @@ export interface RunsTable {
   call_path: string | null;
   call_depth: number;
   iteration_key: string | null;
+  child_key: string | null;
   run_name: string;
   state: string;
   inputs: string;

@@ -156,6 +156,41 @@ describe('run state moves and fencing', () => {
     assert.equal(run.state, 'running');
   });
 
+  it('a retried runs/start_child returns the child it already started, also under concurrency', async () => {
+    const { runId, epoch } = await claimedRun();
+    assert.equal((await report({ run_id: runId, lease_epoch: epoch, event: 'started' })).status, 200);
+    const solo = await h.ok('teams/get', { org_id: w.orgId, name: 'solo' });
+    const body = {
+      parent_run_id: runId,
+      lease_epoch: epoch,
+      parent_phase: 'only',
+      team_version_id: solo.data.team_version_id,
+      iteration_key: '3',
+    };
+    const replies = await Promise.all([1, 2, 3, 4].map(() => h.call('runs/start_child', body, dt())));
+    // One creates the child (201); the others get that same child (200).
+    assert.deepEqual(replies.map((r) => r.status).sort(), [200, 200, 200, 201]);
+    const ids = new Set(replies.map((r) => r.body.data.run_id));
+    assert.equal(ids.size, 1);
+    const again = await h.ok('runs/start_child', body, dt());
+    assert.equal(again.data.run_id, [...ids][0]);
+    assert.equal(again.data.parent_run_id, runId);
+    const other = await h.ok('runs/start_child', { ...body, iteration_key: '4' }, dt());
+    assert.notEqual(other.data.run_id, again.data.run_id);
+    const children = await h.running.hub.db
+      .selectFrom('runs')
+      .select('run_id')
+      .where('parent_run_id', '=', runId)
+      .execute();
+    assert.equal(children.length, 2);
+    // Each child was offered once: drain both offers.
+    const offers = [await t.next('command'), await t.next('command')];
+    assert.deepEqual(
+      offers.map((o) => (o.body as { payload: { run_id: string } }).payload.run_id).sort(),
+      [again.data.run_id, other.data.run_id].sort(),
+    );
+  });
+
   it('validates runs/new: team, realm and reviewers', async () => {
     const bad = await h.call('runs/new', { team: 'solo' });
     assert.equal(bad.status, 400);

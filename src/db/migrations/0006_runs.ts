@@ -20,6 +20,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('call_path', 'text')
     .addColumn('call_depth', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('iteration_key', 'text')
+    // parent run, its lease epoch, phase and iteration: one child per step, however often it is asked for
+    .addColumn('child_key', 'text')
     .addColumn('run_name', 'text', (c) => c.notNull())
     .addColumn('state', 'text', (c) => c.notNull())
     .addColumn('inputs', 'text', (c) => c.notNull())
@@ -50,6 +52,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.createIndex('runs_realm').on('runs').columns(['realm_id', 'run_id']).execute();
   await db.schema.createIndex('runs_state_lease').on('runs').columns(['state', 'lease_expires_at']).execute();
   await db.schema.createIndex('runs_parent').on('runs').column('parent_run_id').execute();
+  await db.schema.createIndex('runs_child_key').on('runs').column('child_key').unique().execute();
   await db.schema.createIndex('runs_queue_item').on('runs').column('queue_item_id').execute();
   await db.schema.createIndex('runs_control_tx').on('runs').column('control_tx_id').execute();
 

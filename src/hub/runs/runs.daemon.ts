@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { DB } from '../../db/index.js';
+import { type DB, isUniqueViolation } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import { AppError, conflict, notFound } from '../../shared/errors.js';
 import type { AppendLogsBody, RenewLeaseBody, RunReportBody, StartChildBody } from '../../shared/protocol.js';
@@ -254,42 +254,57 @@ export async function startChild(hub: Hub, actor: DaemonActor, input: StartChild
         .executeTakeFirst()
     : undefined;
   const step = `${parentTeam?.name ?? parent.run_name}/${input.parent_phase}`;
-  const child = await hub.db.transaction().execute((trx) =>
-    insertRun(
-      trx,
-      hub,
-      {
-        org_id: parent.org_id,
-        realm_id: parent.realm_id,
-        workspace_id: parent.workspace_id,
-        workspace_path: parent.workspace_path,
-        team_id: tv.team_id,
-        team_version_id: tv.id,
-        agent_id: null,
-        execution_type: 'team',
-        run_name:
-          input.iteration_key === null
-            ? `${parent.run_name}/${input.parent_phase}`
-            : `${parent.run_name}/${input.parent_phase}[${input.iteration_key}]`,
-        base_name: tv.name,
-        inputs: input.inputs,
-        reviewers: null,
-        notify_channels: json(parent.notify_channels),
-        external_id: null,
-        context_labels: json(parent.context_labels),
-        parent_run_id: parent.run_id,
-        parent_phase: input.parent_phase,
-        root_run_id: parent.root_run_id ?? parent.run_id,
-        call_path: [...(json<string[]>(parent.call_path) ?? []), step],
-        call_depth: depth,
-        iteration_key: input.iteration_key,
-        created_by_user_id: parent.created_by_user_id,
-      },
-      daemonActor(actor.daemon.id),
-    ),
-  );
+  // A daemon that retries (its reply was lost) gets the child it already has; a resumed parent runs
+  // under a new lease epoch and so starts fresh children.
+  const childKey = `${parent.run_id}#${parent.lease_epoch}#${input.parent_phase}#${input.iteration_key ?? ''}`;
+  const existing = async () =>
+    hub.db.selectFrom('runs').selectAll().where('child_key', '=', childKey).executeTakeFirst();
+  const already = await existing();
+  if (already) return { run: runOut(already, true, hub.now()), created: false };
+  let child: RunsTable;
+  try {
+    child = await hub.db.transaction().execute((trx) =>
+      insertRun(
+        trx,
+        hub,
+        {
+          org_id: parent.org_id,
+          realm_id: parent.realm_id,
+          workspace_id: parent.workspace_id,
+          workspace_path: parent.workspace_path,
+          team_id: tv.team_id,
+          team_version_id: tv.id,
+          agent_id: null,
+          execution_type: 'team',
+          run_name:
+            input.iteration_key === null
+              ? `${parent.run_name}/${input.parent_phase}`
+              : `${parent.run_name}/${input.parent_phase}[${input.iteration_key}]`,
+          base_name: tv.name,
+          inputs: input.inputs,
+          reviewers: null,
+          notify_channels: json(parent.notify_channels),
+          external_id: null,
+          context_labels: json(parent.context_labels),
+          parent_run_id: parent.run_id,
+          parent_phase: input.parent_phase,
+          root_run_id: parent.root_run_id ?? parent.run_id,
+          call_path: [...(json<string[]>(parent.call_path) ?? []), step],
+          call_depth: depth,
+          iteration_key: input.iteration_key,
+          child_key: childKey,
+          created_by_user_id: parent.created_by_user_id,
+        },
+        daemonActor(actor.daemon.id),
+      ),
+    );
+  } catch (err) {
+    const raced = isUniqueViolation(err) ? await existing() : undefined;
+    if (!raced) throw err;
+    return { run: runOut(raced, true, hub.now()), created: false };
+  }
   await dispatchRun(hub, child.run_id);
-  return runOut((await loadRun(hub.db, child.run_id))!, true, hub.now());
+  return { run: runOut((await loadRun(hub.db, child.run_id))!, true, hub.now()), created: true };
 }
 
 /** The daemon acked a cancel command: the control is no longer pending (history shows it). */

@@ -139,8 +139,9 @@ export const runOps = [
     summary: 'A daemon starts a child run for a team phase of a run it holds.',
     input: StartChildBody,
     async handler(ctx, input) {
-      ctx.status(201);
-      return { data: await startChild(ctx, requireDaemon(ctx.actor), input) };
+      const { run, created } = await startChild(ctx, requireDaemon(ctx.actor), input);
+      ctx.status(created ? 201 : 200);
+      return { data: run };
     },
   }),
 ];

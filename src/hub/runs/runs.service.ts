@@ -65,6 +65,8 @@ export interface RunSeed {
   call_path: string[] | null;
   call_depth: number;
   iteration_key: string | null;
+  /** Set for child runs: makes a retried `runs/start_child` return the same child. */
+  child_key?: string | null;
   created_by_user_id: string | null;
 }
 
@@ -98,6 +100,7 @@ export async function insertRun(db: Kysely<DB>, hub: Hub, seed: RunSeed, actor: 
     call_path: toJson(seed.call_path),
     call_depth: seed.call_depth,
     iteration_key: seed.iteration_key,
+    child_key: seed.child_key ?? null,
     run_name: runName,
     state: 'queued',
     inputs: JSON.stringify(seed.inputs),
