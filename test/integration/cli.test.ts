@@ -583,6 +583,12 @@ describe('svc dev', () => {
         env: { SVC_CONFIG_DIR: env.SVC_CONFIG_DIR },
       });
       assert.match(realms.stdout, /\sdefault\s/);
+      // The printed `svc runs start … --watch` line runs the example team to success.
+      const runLine = /^\s+svc (runs start .+)$/m.exec(out)?.[1];
+      assert.ok(runLine, out);
+      const run = await runCli(runLine.split(/\s+/), { env: { SVC_CONFIG_DIR: env.SVC_CONFIG_DIR } });
+      assert.equal(run.code, 0, run.stderr + run.stdout);
+      assert.match(run.stdout + run.stderr, /hello-team-1: succeeded/);
       // The owner can sign in with the printed password.
       const password = /password (\S+)/.exec(out)?.[1];
       const signIn = await post(`${url}/v1/auth/sign_in`, { email: 'dev@localhost', password });
