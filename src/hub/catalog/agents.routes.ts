@@ -3,9 +3,10 @@ import type { AgentsTable } from '../../db/schema.js';
 import { conflict, notFound } from '../../shared/errors.js';
 import { requireOrg, requireUser } from '../access/access.service.js';
 import type { Hub } from '../context.js';
-import { cursor, id, limit, op } from '../http/op.js';
+import { id, op } from '../http/op.js';
+import { documentInput, getInput, listInput, registerFields } from './catalog.schemas.js';
 import { normalizeAgentManifest } from './manifest.js';
-import { compareVersionsDesc, offsetPage, registerVersion } from './versions.js';
+import { byNameNewestFirst, newest, offsetPage, registerVersion } from './versions.js';
 
 export function agentOut(a: AgentsTable, withManifest = false) {
   return {
@@ -31,32 +32,18 @@ export async function findAgent(hub: Hub, orgId: string, name: string, version: 
     .where('name', '=', name)
     .$if(version !== null, (q) => q.where('version', '=', version!))
     .execute();
-  return rows.sort((a, b) => compareVersionsDesc(a.version, b.version))[0] ?? null;
+  return newest(rows);
 }
-
-const manifestInput = z.union(
-  [
-    z
-      .string()
-      .min(1, 'must not be empty')
-      .max(5 * 1024 * 1024),
-    z.record(z.string(), z.unknown()),
-  ],
-  'must be a YAML or JSON string, or an object',
-);
 
 export const agentOps = [
   op({
     name: 'agents/register',
     summary: 'Registers an agent version from its manifest (201 new, 200 overwritten with force).',
     input: z.object({
-      org_id: id,
-      name: z.string().min(1, 'must not be empty').max(100).optional(),
-      manifest: manifestInput,
-      version: z.string().min(1, 'must not be empty').max(100).optional(),
+      ...registerFields,
+      manifest: documentInput,
       description: z.string().max(10_000).optional(),
       agent_type: z.string().min(1, 'must not be empty').max(100).optional(),
-      force: z.boolean().optional(),
     }),
     async handler(ctx, input) {
       const { org } = await requireOrg(ctx, ctx.actor, input.org_id, 'agents.manage');
@@ -104,7 +91,7 @@ export const agentOps = [
   op({
     name: 'agents/list',
     summary: "An organization's agents, by name, newest version first.",
-    input: z.object({ org_id: id, name: z.string().min(1).optional(), limit, cursor }),
+    input: listInput,
     async handler(ctx, input) {
       const { org } = await requireOrg(ctx, ctx.actor, input.org_id, 'agents.view');
       const rows = await ctx.db
@@ -113,7 +100,7 @@ export const agentOps = [
         .where('org_id', '=', org.id)
         .$if(input.name !== undefined, (q) => q.where('name', '=', input.name!))
         .execute();
-      rows.sort((a, b) => a.name.localeCompare(b.name) || compareVersionsDesc(a.version, b.version));
+      byNameNewestFirst(rows);
       const page = offsetPage(rows, input.limit, input.cursor);
       return { data: page.data.map((a) => agentOut(a)), next_cursor: page.next_cursor };
     },
@@ -121,10 +108,7 @@ export const agentOps = [
   op({
     name: 'agents/get',
     summary: 'An agent by id, or by org_id and name with an optional version (default: newest).',
-    input: z.union([
-      z.object({ id }),
-      z.object({ org_id: id, name: z.string().min(1), version: z.string().min(1).optional() }),
-    ]),
+    input: getInput,
     async handler(ctx, input) {
       requireUser(ctx.actor);
       let agent: AgentsTable | null | undefined;

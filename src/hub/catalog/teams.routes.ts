@@ -2,34 +2,21 @@ import { z } from 'zod';
 import type { TeamVersionsTable } from '../../db/schema.js';
 import { conflict, notFound } from '../../shared/errors.js';
 import { requireOrg, requireUser } from '../access/access.service.js';
-import { cursor, id, limit, op } from '../http/op.js';
+import { id, op } from '../http/op.js';
 import { teamsUsing } from './agents.routes.js';
+import { documentInput, getInput, listInput, registerFields } from './catalog.schemas.js';
 import { settleInstalls } from './installs.service.js';
 import { normalizeTeamDefinition } from './manifest.js';
 import { findTeamVersion, pinDefinition, teamOut } from './teams.service.js';
-import { compareVersionsDesc, offsetPage, registerVersion } from './versions.js';
-
-const definitionInput = z.union(
-  [
-    z
-      .string()
-      .min(1, 'must not be empty')
-      .max(5 * 1024 * 1024),
-    z.record(z.string(), z.unknown()),
-  ],
-  'must be a YAML or JSON string, or an object',
-);
+import { byNameNewestFirst, offsetPage, registerVersion } from './versions.js';
 
 export const teamOps = [
   op({
     name: 'teams/register',
     summary: 'Registers a team version; agent and team references are resolved and pinned.',
     input: z.object({
-      org_id: id,
-      name: z.string().min(1, 'must not be empty').max(100).optional(),
-      definition: definitionInput,
-      version: z.string().min(1, 'must not be empty').max(100).optional(),
-      force: z.boolean().optional(),
+      ...registerFields,
+      definition: documentInput,
     }),
     async handler(ctx, input) {
       const { org } = await requireOrg(ctx, ctx.actor, input.org_id, 'teams.manage');
@@ -77,7 +64,7 @@ export const teamOps = [
   op({
     name: 'teams/list',
     summary: "An organization's team versions, by name, newest version first.",
-    input: z.object({ org_id: id, name: z.string().min(1).optional(), limit, cursor }),
+    input: listInput,
     async handler(ctx, input) {
       const { org } = await requireOrg(ctx, ctx.actor, input.org_id, 'teams.view');
       const rows = await ctx.db
@@ -86,7 +73,7 @@ export const teamOps = [
         .where('org_id', '=', org.id)
         .$if(input.name !== undefined, (q) => q.where('name', '=', input.name!))
         .execute();
-      rows.sort((a, b) => a.name.localeCompare(b.name) || compareVersionsDesc(a.version, b.version));
+      byNameNewestFirst(rows);
       const page = offsetPage(rows, input.limit, input.cursor);
       return { data: page.data.map(teamOut), next_cursor: page.next_cursor };
     },
@@ -94,10 +81,7 @@ export const teamOps = [
   op({
     name: 'teams/get',
     summary: 'A team version by id (team_version_id), or by org_id and name with an optional version.',
-    input: z.union([
-      z.object({ id }),
-      z.object({ org_id: id, name: z.string().min(1), version: z.string().min(1).optional() }),
-    ]),
+    input: getInput,
     async handler(ctx, input) {
       requireUser(ctx.actor);
       let tv: TeamVersionsTable | null | undefined;

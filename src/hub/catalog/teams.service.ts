@@ -3,7 +3,7 @@ import { AppError } from '../../shared/errors.js';
 import type { Hub } from '../context.js';
 import { findAgent } from './agents.routes.js';
 import { type Phase, parseRef, type TeamDefinition } from './manifest.js';
-import { compareVersionsDesc } from './versions.js';
+import { newest } from './versions.js';
 
 /** A phase after registration: references pinned to a version and to the row they resolved to. */
 export type PinnedPhase = Phase & { agent_id?: string; team_version_id?: string };
@@ -23,7 +23,7 @@ export async function findTeamVersion(hub: Hub, orgId: string, name: string, ver
     .where('name', '=', name)
     .$if(version !== null, (q) => q.where('version', '=', version!))
     .execute();
-  return rows.sort((a, b) => compareVersionsDesc(a.version, b.version))[0] ?? null;
+  return newest(rows);
 }
 
 const bad = (message: string) => new AppError('bad_request', message);

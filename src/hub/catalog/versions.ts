@@ -48,3 +48,13 @@ export function offsetPage<T>(rows: T[], limit: number, cursor: string | undefin
   const next = from + limit < rows.length ? Buffer.from(`o:${from + limit}`).toString('base64url') : null;
   return { data, next_cursor: next };
 }
+
+/** Sorts catalog rows by name, newest version first within a name. */
+export function byNameNewestFirst<T extends { name: string; version: string }>(rows: T[]): T[] {
+  return rows.sort((a, b) => a.name.localeCompare(b.name) || compareVersionsDesc(a.version, b.version));
+}
+
+/** The newest of some versions of one name, or null. */
+export function newest<T extends { version: string }>(rows: T[]): T | null {
+  return rows.sort((a, b) => compareVersionsDesc(a.version, b.version))[0] ?? null;
+}
