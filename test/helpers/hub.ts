@@ -1,7 +1,7 @@
 import { type RunningHub, type StartHubOptions, startHub } from '../../src/hub/server.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { mintToken } from '../../src/shared/tokens.js';
-import { testDatabase } from './db.js';
+import { type TestDatabase, testDatabase } from './db.js';
 
 export interface Reply {
   status: number;
@@ -11,6 +11,8 @@ export interface Reply {
 
 export interface TestHub {
   running: RunningHub;
+  /** The test database, so a test can start a second hub process on it. */
+  database: TestDatabase;
   url: string;
   adminToken: string;
   /** POST /v1/<op> with a JSON body and an optional bearer token. */
@@ -60,6 +62,7 @@ export async function startTestHub(opts: Partial<StartHubOptions> = {}): Promise
     post(`${h.url}/v1/${op}`, body, token);
   const h: TestHub = {
     running,
+    database: db,
     url: running.url,
     adminToken,
     call,

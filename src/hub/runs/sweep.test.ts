@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { TEST_DB } from '../../../test/helpers/db.js';
+import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
+import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
+import { buildWorld, type World } from '../../../test/helpers/world.js';
+import { createLogger } from '../../shared/logger.js';
+import { type RunningHub, startHub } from '../server.js';
+import { sweepLeases } from './runs.daemon.js';
+
+// Several hub processes share one database only on PostgreSQL; SQLite is one process by design.
+describe('lease sweeper with two hub processes on one database', {
+  skip: TEST_DB !== 'postgres' && 'PostgreSQL only',
+}, () => {
+  let h: TestHub;
+  let second: RunningHub;
+  let w: World;
+  before(async () => {
+    // Timers effectively off: the test drives both sweepers itself, at the same moment.
+    const config = { runSweepMs: 3_600_000 };
+    h = await startTestHub({ config });
+    second = await startHub({
+      databaseUrl: h.database.url,
+      ...(h.database.schema ? { schema: h.database.schema } : {}),
+      adminToken: h.adminToken,
+      log: createLogger('hub', 'silent'),
+      config,
+    });
+    w = await buildWorld(h);
+    await registerAgent(h, w.orgId, 'noop', 'noop.js');
+    await registerTeam(h, w.orgId, 'solo', [{ name: 'only', agent: 'noop' }]);
+  });
+  after(async () => {
+    await second?.close();
+    await h?.close();
+  });
+
+  it('moves each expired run to lost exactly once when both sweep at once', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      ids.push((await h.ok('runs/new', { realm_id: w.realmId, team: 'solo' })).data.run_id);
+    }
+    // As if a daemon had taken them and then stopped renewing their leases.
+    await h.running.hub.db
+      .updateTable('runs')
+      .set({ state: 'running', daemon_id: w.daemonId, lease_epoch: 1, lease_expires_at: Date.now() - 1 })
+      .where('run_id', 'in', ids)
+      .execute();
+    const [a, b] = await Promise.all([sweepLeases(h.running.hub), sweepLeases(second.hub)]);
+    assert.equal(a + b, ids.length);
+    const runs = await h.running.hub.db
+      .selectFrom('runs')
+      .select(['state', 'state_lost_at'])
+      .where('run_id', 'in', ids)
+      .execute();
+    assert.ok(runs.every((r) => r.state === 'lost' && r.state_lost_at !== null));
+    const lost = await h.running.hub.db
+      .selectFrom('run_history')
+      .select('run_id')
+      .where('run_id', 'in', ids)
+      .where('type', '=', 'run.lost')
+      .execute();
+    assert.equal(lost.length, ids.length);
+    assert.equal(new Set(lost.map((r) => r.run_id)).size, ids.length);
+  });
+});
