@@ -24,7 +24,15 @@ console.log(`# ${files.length} test files on ${db}`);
 // never hang CI (a leak once kept invite-mail.test.ts alive on PostgreSQL; see the session note).
 const r = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-force-exit', '--test-concurrency=2', '--test-reporter=spec', ...files],
+  [
+    '--import',
+    'tsx',
+    '--test',
+    '--test-force-exit',
+    '--test-concurrency=2',
+    '--test-reporter=spec',
+    ...files,
+  ],
   {
     stdio: 'inherit',
     env: { ...process.env, SVC_TEST_DB: db, SVC_LOG_LEVEL: process.env.SVC_LOG_LEVEL ?? 'silent' },
