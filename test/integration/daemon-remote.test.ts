@@ -18,6 +18,9 @@ after(async () => {
   if (!('skip' in netns)) await netns.cleanup();
 });
 
+/** The token with its last character changed (never to the same character). */
+const mistype = (t: string) => `${t.slice(0, -1)}${t.endsWith('x') ? 'y' : 'x'}`;
+
 describe('daemon remote callers, unconnected (network namespace)', { skip }, () => {
   const ns = netns as Netns;
   const home = daemonHome();
@@ -126,7 +129,7 @@ describe('daemon remote callers, connected to a hub (network namespace)', { skip
       ['not bearer', { authorization: 'Basic abc' }],
       ['garbage', bearer('garbage')],
       ['unknown user token', bearer(mintToken('user'))],
-      ['mistyped user token', bearer(`${w.tokens.realm_member!.slice(0, -1)}x`)],
+      ['mistyped user token', bearer(mistype(w.tokens.realm_member!))],
       ['realm token', bearer(w.tokens.realm_token!)],
       ['local token while connected', bearer(localToken)],
       ['not a JWT', bearer('a.b.c')],
