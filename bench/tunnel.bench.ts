@@ -1,25 +1,31 @@
 /**
- * The tunnel's two hot paths, each against a same-run baseline on loopback:
+ * The tunnel's hot paths, each against a same-run baseline on loopback:
  * (a) queue/claim throughput over HTTP vs a bare Fastify route answering the same JSON shape;
+ * (c) claims with RACERS daemons racing over real tunnels: the hub offers items through its outbox
+ *     (`offer_job` to every daemon), each daemon claims over HTTP as the real daemon does and acks;
+ *     claims answered per second vs the same daemons' HTTP clients hammering the bare route;
  * (b) outbox write → daemon ack latency vs a raw WebSocket echo round trip.
  */
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import Fastify from 'fastify';
 import { WebSocket, WebSocketServer } from 'ws';
 import { sendCommand } from '../src/hub/daemons/outbox.service.js';
+import { offerItem } from '../src/hub/daemons/queue.service.js';
 import { startHub } from '../src/hub/server.js';
 import { createLogger } from '../src/shared/logger.js';
 import { mintToken } from '../src/shared/tokens.js';
 import type { BenchResult } from './index.js';
+import { type Child, startChild } from './lib/child.js';
+import { benchDatabase, pool } from './lib/util.js';
 
 const CLAIM_MS = 1_500;
 const CONCURRENCY = 16;
 const ROUND_TRIPS = 400;
 /** More than the hub can claim in CLAIM_MS, so every claim is a winning one. */
 const ITEMS = 10_000;
+/** Daemons racing for each offered item in (c), and the items offered. */
+const RACERS = Number(process.env.SVC_BENCH_RACERS ?? 50);
+const RACE_ITEMS = 100;
 
 async function post(url: string, body: unknown, token: string) {
   const res = await fetch(url, {
@@ -55,16 +61,19 @@ function percentile(sorted: number[], p: number): number {
 }
 
 export default async function tunnelBench(): Promise<BenchResult[]> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'svc-bench-'));
+  // SQLite unless SVC_BENCH_DB=postgres (a fresh schema, dropped at the end).
+  const db = benchDatabase(process.env.SVC_BENCH_DB === 'postgres' ? 'postgres' : 'sqlite');
   const adminToken = mintToken('user');
   const running = await startHub({
-    databaseUrl: process.env.SVC_BENCH_DATABASE_URL ?? path.join(dir, 'hub.db'),
+    databaseUrl: db.url,
+    ...(db.schema ? { schema: db.schema } : {}),
     adminToken,
     log: createLogger('hub', 'silent'),
   });
   const baseline = Fastify();
   let echo: WebSocketServer | null = null;
   const sockets: WebSocket[] = [];
+  let racers: Child | null = null;
   try {
     const api = (op: string, body: unknown, token = adminToken) =>
       post(`${running.url}/v1/${op}`, body, token);
@@ -103,6 +112,47 @@ export default async function tunnelBench(): Promise<BenchResult[]> {
     const baseUrl = `http://127.0.0.1:${(baseline.server.address() as { port: number }).port}/v1/queue/claim`;
     const baseRate = await claimRate(baseUrl, token, daemonId, items);
     const hubRate = await claimRate(`${running.url}/v1/queue/claim`, token, daemonId, items);
+
+    // (c) RACERS daemons over real tunnels, in a child process (their event loop is not the hub's).
+    const racerTokens = await pool(RACERS, 8, async (i) => {
+      const r = await api('realms/create_daemon_token', { realm_id: realmId, name: `racer-${i}` });
+      return { daemon_id: r.data.daemon_id as string, token: r.data.token as string };
+    });
+    racers = await startChild('daemons-process.ts');
+    await racers.request('connect', {
+      url: `${running.url.replace(/^http/, 'ws')}/v1/daemons/connect`,
+      daemons: racerTokens,
+      concurrency: 10,
+      pingMs: 15_000,
+      claimUrl: `${running.url}/v1/queue/claim`,
+    });
+    const race = async (n: number) => {
+      await racers!.request('stats', { reset: true });
+      const t0 = performance.now();
+      for (let i = 0; i < n; i++) await offerItem(running.hub, realmId, 'bench', { i });
+      const deadline = Date.now() + 120_000;
+      // biome-ignore lint/suspicious/noExplicitAny: child reply
+      let st: any;
+      for (;;) {
+        st = await racers!.request('stats');
+        if (st.claims + st.errors >= n * RACERS) break;
+        if (Date.now() > deadline) throw new Error(`race: ${st.claims} of ${n * RACERS} claims answered`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      if (st.errors > 0) throw new Error(`race: ${st.errors} failed claims, last: ${st.lastError}`);
+      if (st.wins !== n) throw new Error(`race: ${st.wins} wins for ${n} items`);
+      const lat = (st.claimLatencies as number[]).sort((x, y) => x - y);
+      return { claimsPerSec: st.claims / seconds, itemsPerSec: n / seconds, lat };
+    };
+    await race(5); // warm-up
+    const raced = await race(RACE_ITEMS);
+    const hammered = (await racers.request('hammer', {
+      url: baseUrl,
+      durationMs: 2_000,
+      warmupMs: 300,
+    })) as { requests: number; seconds: number };
+    await racers.request('close');
     // (b) outbox write → ack latency through a daemon that acks at once.
     const daemon = new WebSocket(`${running.url.replace(/^http/, 'ws')}/v1/daemons/connect`, {
       headers: { authorization: `Bearer ${token}` },
@@ -145,6 +195,18 @@ export default async function tunnelBench(): Promise<BenchResult[]> {
         value: hubRate,
         baseline: { name: 'bare Fastify route', value: baseRate },
         higherIsBetter: true,
+        note: `${CONCURRENCY} concurrent in-process clients, one daemon, distinct items`,
+      },
+      {
+        name: `queue/claim, ${RACERS} daemons racing via tunnels`,
+        unit: 'req/s',
+        value: raced.claimsPerSec,
+        baseline: { name: `same ${RACERS} clients, bare route`, value: hammered.requests / hammered.seconds },
+        higherIsBetter: true,
+        note:
+          `${RACE_ITEMS} items offered through the outbox, each claimed by all ${RACERS} (one wins, checked): ` +
+          `${raced.itemsPerSec.toFixed(1)} items/s; claim p50 ${percentile(raced.lat, 50).toFixed(1)} ms, ` +
+          `p99 ${percentile(raced.lat, 99).toFixed(1)} ms; counts offer, ack and claim work`,
       },
       ...([50, 99] as const).map((p) => ({
         name: `outbox write → daemon ack, p${p}`,
@@ -156,9 +218,10 @@ export default async function tunnelBench(): Promise<BenchResult[]> {
     ];
   } finally {
     for (const s of sockets) s.terminate();
+    await racers?.close();
     await new Promise<void>((resolve) => (echo ? echo.close(() => resolve()) : resolve()));
     await baseline.close();
     await running.close();
-    rmSync(dir, { recursive: true, force: true });
+    await db.cleanup();
   }
 }

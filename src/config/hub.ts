@@ -12,7 +12,22 @@ const HubEnv = z.object({
   SVC_PUBLIC_URL: z.string().url().optional(),
   SVC_SMTP_URL: z.string().url().optional(),
   SVC_SMTP_FROM: z.string().min(3).default('svc <svc@localhost>'),
+  // Several hub processes (docs/operations.md); unset: the defaults of HubConfig.
+  SVC_OUTBOX_SCAN_MS: z.coerce.number().int().min(10).max(3_600_000).optional(),
+  SVC_HUB_HEARTBEAT_MS: z.coerce.number().int().min(10).max(600_000).optional(),
+  SVC_HUB_STALE_MS: z.coerce.number().int().min(30).max(3_600_000).optional(),
+  SVC_OFFER_TIMEOUT_MS: z.coerce.number().int().min(10).max(86_400_000).optional(),
+  SVC_REDISPATCH_MS: z.coerce.number().int().min(10).max(3_600_000).optional(),
 });
+
+/** Background timings set through the environment (ms); absent ones keep the hub's defaults. */
+export interface HubTimings {
+  outboxScanMs?: number;
+  instanceHeartbeatMs?: number;
+  instanceStaleMs?: number;
+  offerTimeoutMs?: number;
+  runRedispatchMs?: number;
+}
 
 export interface HubSettings {
   home: string;
@@ -23,6 +38,7 @@ export interface HubSettings {
   adminToken: string | undefined;
   publicUrl: string;
   smtp: { url: string; from: string } | null;
+  timings: HubTimings;
 }
 
 export function validateHubConfig(env: Record<string, string | undefined>): {
@@ -34,6 +50,22 @@ export function validateHubConfig(env: Record<string, string | undefined>): {
     return { config: null, errors: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) };
   }
   const e = parsed.data;
+  const timings: HubTimings = {
+    ...(e.SVC_OUTBOX_SCAN_MS !== undefined ? { outboxScanMs: e.SVC_OUTBOX_SCAN_MS } : {}),
+    ...(e.SVC_HUB_HEARTBEAT_MS !== undefined ? { instanceHeartbeatMs: e.SVC_HUB_HEARTBEAT_MS } : {}),
+    ...(e.SVC_HUB_STALE_MS !== undefined ? { instanceStaleMs: e.SVC_HUB_STALE_MS } : {}),
+    ...(e.SVC_OFFER_TIMEOUT_MS !== undefined ? { offerTimeoutMs: e.SVC_OFFER_TIMEOUT_MS } : {}),
+    ...(e.SVC_REDISPATCH_MS !== undefined ? { runRedispatchMs: e.SVC_REDISPATCH_MS } : {}),
+  };
+  // A process must miss several heartbeats before the others presume it dead.
+  const beat = timings.instanceHeartbeatMs ?? 5_000;
+  const stale = timings.instanceStaleMs ?? 30_000;
+  if (stale < 3 * beat) {
+    return {
+      config: null,
+      errors: [`SVC_HUB_STALE_MS: must be at least 3 × SVC_HUB_HEARTBEAT_MS (${3 * beat}), got ${stale}`],
+    };
+  }
   return {
     errors: [],
     config: {
@@ -45,6 +77,7 @@ export function validateHubConfig(env: Record<string, string | undefined>): {
       adminToken: e.SVC_ADMIN_TOKEN,
       publicUrl: e.SVC_PUBLIC_URL ?? `http://${e.SVC_HUB_HOST}:${e.SVC_HUB_PORT}`,
       smtp: e.SVC_SMTP_URL ? { url: e.SVC_SMTP_URL, from: e.SVC_SMTP_FROM } : null,
+      timings,
     },
   };
 }

@@ -77,6 +77,17 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
   };
 }
 
+/**
+ * Settings for one dedicated PostgreSQL client outside the pool (the hub's LISTEN connection), with
+ * the same schema as `openDatabase(opts)`.
+ */
+export function pgClientConfig(opts: Pick<OpenOptions, 'url' | 'schema'>): pg.ClientConfig {
+  return {
+    connectionString: opts.url,
+    ...(opts.schema ? { options: `-c search_path=${quoteIdent(opts.schema)}` } : {}),
+  };
+}
+
 function quoteIdent(name: string): string {
   if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`invalid schema name: ${name}`);
   return name;
@@ -87,6 +98,9 @@ async function ensureSchema(url: string, schema: string): Promise<void> {
   await client.connect();
   try {
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
+  } catch (err) {
+    // Two processes creating it at the same moment: IF NOT EXISTS does not cover that race.
+    if (!isUniqueViolation(err)) throw err;
   } finally {
     await client.end();
   }
@@ -122,7 +136,17 @@ export async function migrate(
     provider: { getMigrations: async () => migrations },
     ...(migrationTableSchema ? { migrationTableSchema } : {}),
   });
-  const { error, results } = await migrator.migrateToLatest();
+  let outcome = await migrator.migrateToLatest();
+  // Kysely's introspection reads the catalog of every schema in the database; a schema dropped at
+  // that moment (another tenant's, a parallel test file's) fails it with invalid_schema_name (3F000).
+  for (
+    let retry = 0;
+    retry < 3 && (outcome.error as { code?: unknown } | undefined)?.code === '3F000';
+    retry++
+  ) {
+    outcome = await migrator.migrateToLatest();
+  }
+  const { error, results } = outcome;
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {
     throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${String(error)}`);

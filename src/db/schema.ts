@@ -100,6 +100,20 @@ export interface DaemonsTable {
   revoked_at: number | null;
   /** The tunnel connection that made it online (optional: older literal rows omit it). */
   connection_id?: string | null;
+  /** The hub process (`hub_instances.id`) holding that connection (optional like connection_id). */
+  hub_instance_id?: string | null;
+}
+
+/**
+ * One running hub process (src/hub/cluster/presence.ts). A process whose heartbeat is stale is
+ * presumed dead: its row is removed and its daemons are marked offline.
+ */
+export interface HubInstancesTable {
+  id: string;
+  host: string;
+  pid: number;
+  started_at: number;
+  heartbeat_at: number;
 }
 
 export interface SettingsTable {
@@ -148,7 +162,8 @@ export interface QueueItemsTable {
   kind: string;
   /** JSON. */
   payload: string;
-  status: 'offered' | 'claimed';
+  /** `withdrawn`: the offer was taken back (nobody claimed it in time, or the claimer went away). */
+  status: 'offered' | 'claimed' | 'withdrawn';
   claimed_by: string | null;
   claimed_at: number | null;
   created_at: number;
@@ -286,6 +301,8 @@ export interface RunHistoryTable {
   state: string;
   error: string | null;
   actor: string | null;
+  /** JSON: the entry's details (a review's id, summary, verdict), or null. */
+  data: string | null;
 }
 
 export interface RunLogsTable {
@@ -295,6 +312,42 @@ export interface RunLogsTable {
   stream: string;
   phase: string | null;
   text: string;
+}
+
+/** A review (human gate) of a run's phase (src/hub/reviews/). `reviewers`: JSON handles, or null. */
+export interface ReviewsTable {
+  id: string;
+  org_id: string;
+  realm_id: string;
+  run_id: string;
+  /** The daemon that held the run when the review was requested: verdicts are delivered to it. */
+  daemon_id: string;
+  lease_epoch: number;
+  phase: string;
+  kind: 'phase' | 'agent';
+  /** 1-based: each request_changes rerun of the phase asks again in the next round. */
+  round: number;
+  summary: string;
+  state: 'open' | 'approved' | 'rejected' | 'changes_requested' | 'expired' | 'cancelled';
+  reviewers: string | null;
+  requested_at: number;
+  deadline_at: number | null;
+  closed_at: number | null;
+  /** The user who closed it (null: the system, an expiry or the run's end). */
+  closed_by: string | null;
+  verdict_action: string | null;
+  verdict_comment: string | null;
+}
+
+/** Every verdict or comment submitted on a review. */
+export interface ReviewSubmissionsTable {
+  id: string;
+  review_id: string;
+  action: string;
+  comment: string | null;
+  actor_id: string | null;
+  actor_handle: string | null;
+  created_at: number;
 }
 
 /** A notification channel: where events go (CONTRACT.md §7). `destinations` is JSON. */
@@ -374,6 +427,7 @@ export interface NotificationAttemptsTable {
 }
 
 export interface DB {
+  hub_instances: HubInstancesTable;
   users: UsersTable;
   tokens: TokensTable;
   orgs: OrgsTable;
@@ -396,6 +450,8 @@ export interface DB {
   runs: RunsTable;
   run_history: RunHistoryTable;
   run_logs: RunLogsTable;
+  reviews: ReviewsTable;
+  review_submissions: ReviewSubmissionsTable;
   notification_channels: NotificationChannelsTable;
   notification_rules: NotificationRulesTable;
   notification_rule_channels: NotificationRuleChannelsTable;

@@ -27,7 +27,10 @@ export interface HubConfig {
   inviteTtlMs: number;
   /** Tunnel heartbeat: a WebSocket ping this often; a peer that has not answered by the next one is dropped. */
   tunnelPingMs: number;
-  /** The outbox scan (safety net) runs this often. */
+  /**
+   * The outbox scan (safety net) runs this often. Commands normally go out at once: on wake in the
+   * writing process, and on PostgreSQL through NOTIFY to the process holding the daemon.
+   */
   outboxScanMs: number;
   /** An unacknowledged command is sent again when it was last sent this long ago. */
   outboxResendMs: number;
@@ -35,6 +38,14 @@ export interface HubConfig {
   dispatchTokenTtlMs: number;
   /** The run lease sweeper runs this often. */
   runSweepMs: number;
+  /** Runs re-dispatch pass (src/hub/runs/runs.redispatch.ts) runs this often. */
+  runRedispatchMs: number;
+  /** An offer nobody claimed (or whose claimer went away) for this long goes back to dispatch. */
+  offerTimeoutMs: number;
+  /** Each hub process records a heartbeat this often (src/hub/cluster/presence.ts). */
+  instanceHeartbeatMs: number;
+  /** A hub process whose heartbeat is older than this is presumed dead: its daemons go offline. */
+  instanceStaleMs: number;
   /** Notification delivery worker (src/hub/notifications/worker.ts): the outbox is polled this often. */
   notifyPollMs: number;
   /** Deliveries claimed per poll (per hub process). */
@@ -61,6 +72,10 @@ export const DEFAULT_HUB_CONFIG: HubConfig = {
   outboxResendMs: 30_000,
   dispatchTokenTtlMs: 5 * 60 * 1000,
   runSweepMs: 1_000,
+  runRedispatchMs: 5_000,
+  offerTimeoutMs: 30_000,
+  instanceHeartbeatMs: 5_000,
+  instanceStaleMs: 30_000,
   notifyPollMs: 1_000,
   notifyBatchSize: 20,
   notifyTimeoutMs: 10_000,

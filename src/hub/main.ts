@@ -38,7 +38,7 @@ export async function launchHub(settings: HubSettings, opts: LaunchOptions): Pro
       port: settings.port,
       ...(settings.adminToken ? { adminToken: settings.adminToken } : {}),
       smtp: settings.smtp,
-      config: { publicUrl: settings.publicUrl },
+      config: { publicUrl: settings.publicUrl, ...settings.timings },
       log: opts.log,
     });
   } catch (err) {

@@ -11,6 +11,7 @@ import { channelOps } from './notifications/channels.routes.js';
 import { ruleOps } from './notifications/rules.routes.js';
 import { orgOps } from './orgs/orgs.routes.js';
 import { realmOps } from './realms/realms.routes.js';
+import { reviewOps } from './reviews/reviews.routes.js';
 import { runOps } from './runs/runs.routes.js';
 import { settingOps } from './settings/settings.routes.js';
 import { workspaceOps } from './workspaces/workspaces.routes.js';
@@ -30,6 +31,7 @@ export const hubOps: Op[] = [
   ...agentOps,
   ...teamOps,
   ...runOps,
+  ...reviewOps,
   ...installOps,
   ...workspaceOps,
 ];

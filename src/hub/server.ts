@@ -1,14 +1,18 @@
 import type { FastifyInstance } from 'fastify';
-import { type Database, migrate, openDatabase } from '../db/index.js';
+import { type Database, isUniqueViolation, migrate, openDatabase, pgClientConfig } from '../db/index.js';
 import { type Clock, type IdGen, uuidv7 } from '../shared/ids.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { bootstrapAdmin } from './auth/users.js';
+import { type ClusterBus, createLocalBus, createPgBus } from './cluster/bus.js';
+import { type Presence, startPresence } from './cluster/presence.js';
+import { registerConsole } from './console.js';
 import { DEFAULT_HUB_CONFIG, type Hub, type HubConfig } from './context.js';
 import { createTunnel } from './daemons/tunnel.js';
 import { createHubApp } from './http/app.js';
 import { startDeliveryWorker } from './notifications/worker.js';
 import { hubOps } from './ops.js';
 import { createMailer } from './orgs/mailer.js';
+import { startReviewExpiry } from './reviews/reviews.background.js';
 import { startRunsBackground } from './runs/runs.background.js';
 
 export interface StartHubOptions {
@@ -44,6 +48,8 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     ...(opts.schema ? { schema: opts.schema } : {}),
     ...(opts.poolSize ? { poolSize: opts.poolSize } : {}),
   });
+  let bus: ClusterBus | null = null;
+  let presence: Presence | null = null;
   try {
     await migrate(database.db);
     const base: Omit<Hub, 'tunnel'> = {
@@ -55,9 +61,34 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
       mailer: opts.smtp ? createMailer(opts.smtp, log) : null,
       config: { ...DEFAULT_HUB_CONFIG, ...opts.config },
     };
-    const hub: Hub = { ...base, tunnel: await createTunnel(base) };
-    const bootstrapToken = await bootstrapAdmin(hub, opts.adminToken);
+    // Several hub processes (src/hub/cluster/): wake-ups through PostgreSQL LISTEN/NOTIFY, presence.
+    const instanceId = base.newId();
+    bus =
+      database.dialect === 'postgres'
+        ? createPgBus({
+            db: database.db,
+            client: pgClientConfig({
+              url: opts.databaseUrl,
+              ...(opts.schema ? { schema: opts.schema } : {}),
+            }),
+            instanceId,
+            log,
+            pingMs: base.config.instanceHeartbeatMs,
+          })
+        : createLocalBus();
+    const hub: Hub = { ...base, tunnel: await createTunnel(base, { bus, instanceId }) };
+    presence = await startPresence(hub);
+    // Several processes starting at once race to create the administrator and its token: a loser
+    // looks again (each retry finds one more row in place).
+    const bootstrap = async (attempt: number): Promise<string | null> =>
+      bootstrapAdmin(hub, opts.adminToken).catch((err) => {
+        if (!isUniqueViolation(err) || attempt >= 5) throw err;
+        return bootstrap(attempt + 1);
+      });
+    const bootstrapToken = await bootstrap(1);
     const app = createHubApp(hub, hubOps);
+    // The web console at / (src/hub/console.ts): static files; it talks to the API like any client.
+    registerConsole(app, log);
     // The daemon tunnel; Fastify's close runs the tunnel's close first (preClose hook).
     hub.tunnel.attach(app);
     try {
@@ -70,6 +101,8 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     const notifier = startDeliveryWorker(hub);
     // Runs (src/hub/runs/): lease sweeper, dispatch when a daemon connects, cancel acks.
     const stopRuns = startRunsBackground(hub, hub.config.runSweepMs);
+    // Reviews (src/hub/reviews/): open reviews past their deadline expire, as often as the sweeper runs.
+    const stopReviews = startReviewExpiry(hub, hub.config.runSweepMs);
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
     const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;
@@ -81,13 +114,17 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
       bootstrapToken,
       async close() {
         await stopRuns();
+        await stopReviews();
         await notifier.close();
         await app.close();
+        await presence?.stop();
         hub.mailer?.close();
         await database.close();
       },
     };
   } catch (err) {
+    await presence?.stop().catch(() => {});
+    await bus?.close();
     await database.close();
     throw err;
   }

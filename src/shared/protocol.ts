@@ -85,6 +85,10 @@ export const RunPhase = z.looseObject({
   foreach: z.string().optional(),
   max_parallel: z.number().int().min(1).optional(),
   inputs: z.record(z.string(), z.unknown()).optional(),
+  /** A human gate after the phase (src/hub/reviews/): the daemon asks for a review and waits. */
+  review: z.boolean().optional(),
+  review_timeout_ms: z.number().int().min(1).optional(),
+  review_max_rounds: z.number().int().min(1).optional(),
 });
 export type RunPhase = z.infer<typeof RunPhase>;
 
@@ -203,3 +207,36 @@ export const StartChildBody = z.object({
   iteration_key: z.string().max(500).nullable().default(null),
 });
 export type StartChildBody = z.infer<typeof StartChildBody>;
+
+// ── Reviews (src/hub/reviews/, src/daemon/hug/, the runner's review wait) ───────────────────────
+
+export const REVIEW_KINDS = ['phase', 'agent'] as const;
+
+/**
+ * daemon → hub `reviews/request` (realm token): the run goes to `awaiting_input` and a review opens.
+ * `kind` `phase`: the runner asks after a `review: true` phase; `agent`: an agent asked through the
+ * daemon's `hug/request`. `lease_epoch` fences a daemon that lost the run (default: the run's own,
+ * when this daemon holds it).
+ */
+export const ReviewRequestBody = z.object({
+  run_id: z.string().min(1).max(200),
+  lease_epoch: z.number().int().min(0).optional(),
+  phase: z.string().min(1).max(200),
+  summary: z.string().min(1).max(65_536),
+  kind: z.enum(REVIEW_KINDS).optional(),
+});
+export type ReviewRequestBody = z.infer<typeof ReviewRequestBody>;
+
+/**
+ * The payload of a review message the hub delivers (`hug/deliver`): type `verdict` (role `reviewer`,
+ * or `system` for an expiry) or `comment`. `run_continues` is false when the verdict ended the run
+ * (reject, expiry, request_changes past the phase's round limit).
+ */
+export interface ReviewMessagePayload {
+  action: 'approve' | 'reject' | 'request_changes' | 'comment' | 'expired';
+  comment: string | null;
+  actor: string | null;
+  review_id: string;
+  round: number;
+  run_continues: boolean;
+}

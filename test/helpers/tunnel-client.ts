@@ -11,6 +11,8 @@ export interface TunnelClient {
   hello: HelloFrame;
   /** The next hub frame (after hello); fails when it is not of `type`, or after `timeoutMs`. */
   next<T extends HubFrame['type']>(type: T, timeoutMs?: number): Promise<Extract<HubFrame, { type: T }>>;
+  /** The next hub frame, whatever its type. */
+  nextAny(timeoutMs?: number): Promise<HubFrame>;
   ack(txId: string, result?: Partial<Omit<AckFrame, 'type' | 'tx_id'>>): void;
   /** Closes the socket and waits until it is closed. */
   close(): Promise<void>;
@@ -57,6 +59,7 @@ export async function connectDaemon(
       if (f.type !== type) throw new Error(`expected a ${type} frame, got ${JSON.stringify(f)}`);
       return f as never;
     },
+    nextAny: (timeoutMs = 10_000) => take(timeoutMs),
     ack(txId, result = {}) {
       ws.send(JSON.stringify({ type: 'ack', tx_id: txId, status: 'ok', ...result }));
     },

@@ -30,6 +30,7 @@ const FOUNDATION_AREAS = [
   'workspaces/',
   'notification_channels/',
   'notifications/',
+  'reviews/',
 ];
 
 const USERS: Actor[] = [
@@ -93,6 +94,7 @@ describe('authorization matrix', () => {
       await h.ok('teams/register', { org_id: w.orgId, definition: teamDefinition('matrix-team') })
     ).data.id;
     workspaceId = await freshWorkspace();
+    await h.ok('teams/register', { org_id: w.orgId, definition: teamDefinition('matrix-review-team') });
   });
   after(() => h.close());
 
@@ -132,6 +134,28 @@ describe('authorization matrix', () => {
     return (await h.ok('tokens/create', { name: `spare-${uniq()}` }, own)).data.token as string;
   };
   let decoyMember: string | null = null;
+  // Reviews: a fresh run held by the world's (fake) daemon, running its phase `p`.
+  const freshRunningRun = async (reviewers?: Record<string, string[]>) => {
+    const run = (
+      await h.ok('runs/new', {
+        realm_id: w.realmId,
+        team: 'matrix-review-team',
+        ...(reviewers ? { reviewers } : {}),
+      })
+    ).data;
+    const row = await h.running.hub.db
+      .selectFrom('runs')
+      .select('queue_item_id')
+      .where('run_id', '=', run.run_id)
+      .executeTakeFirstOrThrow();
+    const dt = w.tokens.realm_token;
+    const claim = await h.ok('queue/claim', { queue_item_id: row.queue_item_id, daemon_id: w.daemonId }, dt);
+    const epoch = claim.data.run.lease_epoch as number;
+    await h.ok('runs/report', { run_id: run.run_id, lease_epoch: epoch, event: 'started' }, dt);
+    return { run_id: run.run_id as string, lease_epoch: epoch, phase: 'p', summary: 'please look' };
+  };
+  const freshReview = async (reviewers?: Record<string, string[]>) =>
+    (await h.ok('reviews/request', await freshRunningRun(reviewers), w.tokens.realm_token)).data.id as string;
   // Notifications: fresh channels and rules, made by the site administrator. The destination is
   // refused by the SSRF guard at once, so test deliveries never leave the machine.
   const DEST = [{ type: 'webhook', webhook_url: 'http://127.0.0.1:9/matrix' }];
@@ -464,6 +488,25 @@ describe('authorization matrix', () => {
       note: 'organization rule',
       allowed: ORG_ADMINS,
       body: async () => ({ id: await freshRule({ org_id: w.orgId }) }),
+    },
+    { op: 'reviews/request', allowed: ['realm_token'], body: () => freshRunningRun() },
+    { op: 'reviews/list', allowed: REALM_MEMBERS, body: () => ({ realm_id: w.realmId }) },
+    { op: 'reviews/get', allowed: REALM_MEMBERS, body: async () => ({ id: await freshReview() }) },
+    {
+      op: 'reviews/submit',
+      note: 'no reviewers named: realm operators+',
+      allowed: REALM_OPERATORS,
+      body: async () => ({ review_id: await freshReview(), action: 'approve' }),
+    },
+    {
+      op: 'reviews/submit',
+      note: 'a realm member named as reviewer',
+      allowed: ['realm_member', ...REALM_OPERATORS],
+      body: async () => ({
+        review_id: await freshReview({ p: [w.users.realm_member!.handle] }),
+        action: 'comment',
+        comment: 'looks fine',
+      }),
     },
   ];
 

@@ -118,6 +118,9 @@ describe('bad input', () => {
       ['daemons/list', { realm_id: nope }],
       ['daemons/get', { id: nope }],
       ['daemons/remove', { id: nope }],
+      ['reviews/list', { realm_id: nope }],
+      ['reviews/get', { id: nope }],
+      ['reviews/submit', { review_id: nope, action: 'approve' }],
     ];
     for (const [opName, body] of cases) {
       const r = await h.call(opName, body);

@@ -566,6 +566,13 @@ describe('svc dev', () => {
       const who = await post(`${url}/v1/auth/whoami`, {}, token);
       assert.equal(who.status, 200);
       assert.equal(who.body.data.user.is_site_admin, true);
+      // The web console is served at the printed address (built from the sources at first request).
+      const consoleUrl = /^\s+console\s+(http:\/\/\S+)/m.exec(out)?.[1];
+      assert.equal(consoleUrl, `${url}/`);
+      const page = await fetch(consoleUrl!);
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get('content-security-policy') ?? '', /default-src 'none'/);
+      assert.match(await page.text(), /<title>svc console<\/title>/);
       assert.match(out, /svc realms list --org demo/);
       assert.match(out, /^\s+agent\s+hello@1\.0\.0$/m);
       assert.match(out, /^\s+team\s+hello-team@1\.0\.0 \(installed on daemon dev\)$/m);

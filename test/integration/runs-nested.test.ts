@@ -125,6 +125,27 @@ fs.writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ echo: inputs.item === 
     assert.deepEqual(keys, expected);
   });
 
+  it('runs/list: root_run_id lists every descendant of a run, top_level only runs without a parent', async () => {
+    const rootId = await start('l0');
+    assert.equal((await waitForRun(h, rootId, ended, 30_000)).state, 'succeeded');
+    const other = await start('l3');
+    const tree = (
+      await h.ok('runs/list', { realm_id: w.realmId, root_run_id: rootId }, w.tokens.realm_member)
+    ).data as { run_id: string; root_run_id: string; call_depth: number }[];
+    assert.deepEqual(
+      tree.map((r) => r.call_depth),
+      [3, 2, 1],
+    );
+    assert.ok(tree.every((r) => r.root_run_id === rootId && r.run_id !== other));
+    const top = (await h.ok('runs/list', { realm_id: w.realmId, top_level: true, limit: 500 })).data as {
+      run_id: string;
+      parent_run_id: string | null;
+    }[];
+    assert.ok(top.some((r) => r.run_id === rootId) && top.some((r) => r.run_id === other));
+    assert.ok(top.every((r) => r.parent_run_id === null));
+    await waitForRun(h, other, ended, 30_000);
+  });
+
   it('offers each run to every daemon; exactly one claims and runs it', async () => {
     const ids = await Promise.all(Array.from({ length: 12 }, () => start('l3')));
     const runs = await Promise.all(ids.map((id) => waitForRun(h, id, ended, 30_000)));

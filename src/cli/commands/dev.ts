@@ -186,6 +186,7 @@ function summary(
     p.seeded.created ? `svc dev is running (seeded organization "${ORG}")` : 'svc dev is running',
     '',
     `  hub       ${p.url}`,
+    `  console   ${p.url}/   (web console: sign in as ${OWNER_EMAIL})`,
     `  token     ${p.token}   (site administrator)`,
     `  org       ${p.seeded.org.slug} (${p.seeded.org.id})`,
     `  owner     ${OWNER_EMAIL}${p.state.owner_password ? `, password ${p.state.owner_password}` : ''}`,

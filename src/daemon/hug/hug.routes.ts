@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { DaemonError } from '../errors.js';
+import { HubRefusedError, HubUnreachableError } from '../hub-api.js';
 import { route } from '../router.js';
 import { enqueueHugMessage, takeHugMessages } from './hug.repo.js';
 
@@ -20,6 +22,8 @@ export const hugRoutes = [
     }),
     async handler(ctx, input) {
       await enqueueHugMessage(ctx.db, input.review_id, input.message, ctx.now());
+      // A run waiting for this review's verdict reads it (after this transaction commits).
+      ctx.runner?.hugInbox.notify(input.review_id);
       return { review_id: input.review_id, queued: true };
     },
   }),
@@ -30,6 +34,59 @@ export const hugRoutes = [
     async handler(ctx, input) {
       // The router runs this in one SQLite transaction: select and delete are atomic.
       return { entries: await takeHugMessages(ctx.db, input.review_id) };
+    },
+  }),
+  route({
+    path: 'hug/request',
+    summary:
+      'Agent → daemon → hub: asks for a review of a run running here (the hub’s reviews/request); answers review_id.',
+    transactional: false,
+    input: z.object({
+      run_id: z.string().min(1).max(200),
+      phase: z.string().min(1).max(200),
+      summary: z.string().min(1).max(65_536),
+      lease_epoch: z.number().int().min(0).optional(),
+      tx_id: z.string().min(1).optional(),
+    }),
+    async handler(ctx, input) {
+      if (ctx.caller.kind !== 'local') {
+        throw new DaemonError('FORBIDDEN', 'only an agent on this machine may ask for a review');
+      }
+      if (!ctx.hub.hasCredentials) {
+        throw new DaemonError('HUB_CREDENTIALS_MISSING', 'this daemon has no hub to ask for a review');
+      }
+      let epoch = input.lease_epoch ?? ctx.runner?.epochOf(input.run_id) ?? null;
+      if (epoch === null) {
+        const row = await ctx.db
+          .selectFrom('active_runs')
+          .select('lease_epoch')
+          .where('run_id', '=', input.run_id)
+          .executeTakeFirst();
+        epoch = row?.lease_epoch ?? null;
+      }
+      if (epoch === null) throw new DaemonError('NOT_FOUND', 'no such run is running on this daemon');
+      try {
+        const review = await ctx.hub.call<{ id: string; round: number; deadline_at: number | null }>(
+          'reviews/request',
+          {
+            run_id: input.run_id,
+            lease_epoch: epoch,
+            phase: input.phase,
+            summary: input.summary,
+            kind: 'agent',
+          },
+        );
+        return { review_id: review.id, round: review.round, deadline_at: review.deadline_at };
+      } catch (err) {
+        if (err instanceof HubRefusedError) {
+          if (err.status === 404) throw new DaemonError('NOT_FOUND', `the hub: ${err.message}`);
+          throw new DaemonError('BAD_REQUEST', `the hub refused the review: ${err.message}`, {
+            hub_code: err.hubCode,
+          });
+        }
+        if (err instanceof HubUnreachableError) throw new DaemonError('INTERNAL_ERROR', err.message);
+        throw err;
+      }
     },
   }),
 ];

@@ -5,11 +5,14 @@ import type {
   CancelRunBody,
   ChildEndedBody,
   ExecuteRunBody,
+  ReviewMessagePayload,
   RunLogLine,
   RunPhase,
 } from '../../shared/protocol.js';
 import type { DaemonDB } from '../db/schema.js';
 import { type HubApi, HubRefusedError, HubUnreachableError } from '../hub-api.js';
+import { takeHugMessages } from '../hug/hug.repo.js';
+import { HugInbox } from '../hug/inbox.js';
 import { type AgentRun, type SpawnFn, startAgent } from './agent.js';
 
 /**
@@ -63,6 +66,18 @@ interface ActiveRun {
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'terminated', 'lost']);
 
+/** A review's summary: the phase's `summary` output when it is a string, else its outputs as JSON. */
+const SUMMARY_MAX = 4096;
+export function reviewSummary(outputs: unknown): string {
+  const own =
+    outputs !== null && typeof outputs === 'object' && !Array.isArray(outputs)
+      ? (outputs as { summary?: unknown }).summary
+      : undefined;
+  const text = typeof own === 'string' ? own : JSON.stringify(outputs ?? {});
+  const cut = text.length > SUMMARY_MAX ? `${text.slice(0, SUMMARY_MAX - 1)}…` : text;
+  return cut.trim() === '' ? '(no summary)' : cut;
+}
+
 export class Runner {
   /** The daemon's local URL, given to agents as SVC_DAEMON_URL. */
   daemonUrl = '';
@@ -70,12 +85,19 @@ export class Runner {
   private readonly childWaiters = new Map<string, (r: ChildResult) => void>();
   private readonly childResults = new Map<string, ChildResult>();
   private closing = false;
+  /** `hug/deliver` notifies it; a run waiting for a verdict on a `review: true` phase listens. */
+  readonly hugInbox = new HugInbox();
 
   constructor(private readonly opts: RunnerOptions) {}
 
   /** Ids of the runs executing now. */
   active(): string[] {
     return [...this.runs.keys()];
+  }
+
+  /** The lease epoch of a run executing here, or null. */
+  epochOf(runId: string): number | null {
+    return this.runs.get(runId)?.epoch ?? null;
   }
 
   /** Resolves when the run (if active here) has finished its work. */
@@ -285,10 +307,28 @@ export class Runner {
           .set({ phase: phase.name })
           .where('run_id', '=', run.id)
           .execute();
-        const r = phase.team_version_id
-          ? await this.runTeamPhase(run, body, phase, outputs)
-          : await this.runAgentPhase(run, body, phase, outputs);
-        await this.flushLogs(run);
+        // A `review: true` phase asks for a review after it succeeds; request_changes runs it again
+        // with the reviewer's words in `inputs.review`.
+        let review: Record<string, unknown> | null = null;
+        let r: Awaited<ReturnType<Runner['runAgentPhase']>>;
+        for (;;) {
+          const extra = review ? { review } : {};
+          r = phase.team_version_id
+            ? await this.runTeamPhase(run, body, phase, outputs, extra)
+            : await this.runAgentPhase(run, body, phase, outputs, extra);
+          await this.flushLogs(run);
+          if (run.cancelled || run.fenced || !r.ok || phase.review !== true || phase.team_version_id) break;
+          const verdict = await this.reviewPhase(run, phase, r.outputs);
+          if (verdict === null) break; // the wait was stopped (cancel, fencing, daemon stopping)
+          if (verdict.action === 'approve' && verdict.run_continues) break;
+          if (verdict.action === 'request_changes' && verdict.run_continues) {
+            review = { action: verdict.action, comment: verdict.comment, round: verdict.round };
+            continue;
+          }
+          // Rejected, expired, or past the round limit: the hub has ended the run; report nothing more.
+          run.fenced = true;
+          break;
+        }
         if (run.cancelled || run.fenced) break;
         if (!r.ok) {
           await this.report(run, 'failed', { phase: phase.name, error: `phase "${phase.name}": ${r.error}` });
@@ -313,8 +353,63 @@ export class Runner {
     }
   }
 
-  private phaseInputs(body: ExecuteRunBody, phase: RunPhase, outputs: Record<string, unknown>) {
-    return { ...body.inputs, ...(phase.inputs ?? {}), phases: outputs };
+  private phaseInputs(
+    body: ExecuteRunBody,
+    phase: RunPhase,
+    outputs: Record<string, unknown>,
+    extra: Record<string, unknown> = {},
+  ) {
+    return { ...body.inputs, ...(phase.inputs ?? {}), ...extra, phases: outputs };
+  }
+
+  /**
+   * After a `review: true` phase: asks the hub for a review (the run awaits input there) and waits
+   * for its verdict, which the hub delivers through `hug/deliver`. Comments go to the run's logs.
+   * Null when the wait was stopped (cancel, fencing, the daemon stopping).
+   */
+  private async reviewPhase(
+    run: ActiveRun,
+    phase: RunPhase,
+    outputs: unknown,
+  ): Promise<ReviewMessagePayload | null> {
+    const review = await this.call<{ id: string; round: number }>(run, 'reviews/request', {
+      run_id: run.id,
+      lease_epoch: run.epoch,
+      phase: phase.name,
+      summary: reviewSummary(outputs),
+      kind: 'phase',
+    });
+    const line = (text: string) =>
+      run.logs.push({ stream: 'system', text, phase: phase.name, at: this.opts.now() });
+    line(`waiting for a review of phase ${phase.name} (review ${review.id}, round ${review.round})`);
+    const inbox = this.hugInbox;
+    inbox.watch(review.id);
+    try {
+      for (;;) {
+        if (run.abort.signal.aborted || this.closing) return null;
+        const entries = await this.opts.db.transaction().execute((trx) => takeHugMessages(trx, review.id));
+        for (const e of entries) {
+          const p = e.payload as Partial<ReviewMessagePayload>;
+          if (e.type === 'verdict') {
+            line(
+              `review ${p.action ?? '?'}${p.actor ? ` by ${p.actor}` : ''}${p.comment ? `: ${p.comment}` : ''}`,
+            );
+            return {
+              action: p.action ?? 'reject',
+              comment: p.comment ?? null,
+              actor: p.actor ?? null,
+              review_id: review.id,
+              round: p.round ?? review.round,
+              run_continues: p.run_continues === true,
+            };
+          }
+          line(`review comment${p.actor ? ` by ${p.actor}` : ''}: ${p.comment ?? ''}`);
+        }
+        await inbox.next(review.id, run.abort.signal, 5_000);
+      }
+    } finally {
+      inbox.unwatch(review.id);
+    }
   }
 
   private runDir(body: ExecuteRunBody): string {
@@ -326,6 +421,7 @@ export class Runner {
     body: ExecuteRunBody,
     phase: RunPhase,
     outputs: Record<string, unknown>,
+    extra: Record<string, unknown> = {},
   ): Promise<{ ok: true; outputs: unknown } | { ok: false; error: string }> {
     const manifest = phase.agent_id ? body.agents[phase.agent_id] : undefined;
     if (!manifest) return { ok: false, error: `no manifest for agent ${phase.agent ?? '?'}` };
@@ -345,7 +441,7 @@ export class Runner {
         SVC_DAEMON_URL: this.daemonUrl,
         SVC_RUN_ID: body.run_id,
         SVC_PHASE: phase.name,
-        SVC_INPUTS: JSON.stringify(this.phaseInputs(body, phase, outputs)),
+        SVC_INPUTS: JSON.stringify(this.phaseInputs(body, phase, outputs, extra)),
       },
       onLine: (line) => run.logs.push({ ...line, phase: phase.name }),
       ...(this.opts.spawn ? { spawn: this.opts.spawn } : {}),
@@ -372,9 +468,10 @@ export class Runner {
     body: ExecuteRunBody,
     phase: RunPhase,
     outputs: Record<string, unknown>,
+    extra: Record<string, unknown> = {},
   ): Promise<{ ok: true; outputs: unknown } | { ok: false; error: string }> {
     await this.report(run, 'phase.started', { phase: phase.name });
-    const base = { ...(phase.inputs ?? {}) };
+    const base = { ...(phase.inputs ?? {}), ...extra };
     if (phase.foreach === undefined) {
       const r = await this.runChild(run, phase, { ...body.inputs, ...base, phases: outputs }, null);
       return r.state === 'succeeded'

@@ -5,6 +5,8 @@ import * as m0003 from './0003_catalog.js';
 import * as m0004 from './0004_installs_workspaces.js';
 import * as m0005 from './0005_notifications.js';
 import * as m0006 from './0006_runs.js';
+import * as m0007 from './0007_reviews.js';
+import * as m0008 from './0008_cluster.js';
 
 /** Every migration, in order. Names sort lexically; append, never edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +16,6 @@ export const migrations: Record<string, Migration> = {
   '0004_installs_workspaces': m0004,
   '0005_notifications': m0005,
   '0006_runs': m0006,
+  '0007_reviews': m0007,
+  '0008_cluster': m0008,
 };

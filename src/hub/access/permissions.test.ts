@@ -17,6 +17,7 @@ describe('permissions (CONTRACT.md §3)', () => {
       ['runs.create', ['member', 'operator', 'admin']],
       ['reviews.submit', ['member', 'operator', 'admin']],
       ['runs.manage', ['operator', 'admin']],
+      ['reviews.manage', ['operator', 'admin']],
       ['rules.manage.realm', ['operator', 'admin']],
       ['channels.manage.realm', ['operator', 'admin']],
       ['teams.install', ['operator', 'admin']],

@@ -16,6 +16,8 @@ export const REALM_PERMISSIONS = {
   'runs.create': 'member',
   'reviews.submit': 'member',
   'runs.manage': 'operator',
+  // Review any run of the realm (see and decide), listed as a reviewer or not.
+  'reviews.manage': 'operator',
   'rules.manage.realm': 'operator',
   'channels.manage.realm': 'operator',
   'teams.install': 'operator',

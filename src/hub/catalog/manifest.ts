@@ -179,6 +179,9 @@ export const Phase = z
     team: refString.optional(),
     review: z.boolean().default(false),
     review_timeout_ms: z.number().int().min(1000).optional(),
+    // request_changes reruns of a `review: true` phase before the run fails (default 3);
+    // `max_review_rounds` is the older spelling of the same setting.
+    review_max_rounds: z.number().int().min(1).max(100).optional(),
     max_review_rounds: z.number().int().min(1).max(100).optional(),
     foreach: z.string().min(1).max(500).optional(),
     max_parallel: z.number().int().min(1).max(1000).optional(),
@@ -190,6 +193,9 @@ export const Phase = z
     }
     if (p.foreach !== undefined && p.team === undefined) {
       ctx.addIssue({ code: 'custom', path: ['foreach'], message: 'foreach is only allowed with team' });
+    }
+    if (p.review && p.team !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['review'], message: 'review is only allowed with agent' });
     }
   });
 export type Phase = z.infer<typeof Phase>;

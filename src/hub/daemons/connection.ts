@@ -24,6 +24,8 @@ export interface TunnelEventMap {
 export interface TunnelState {
   deps: TunnelDeps;
   keys: DispatchKeys;
+  /** This hub process: recorded as `daemons.hub_instance_id` while a daemon is connected here. */
+  instanceId: string;
   /** The live connection of each daemon connected to this process. */
   conns: Map<string, Conn>;
   events: EventEmitter<TunnelEventMap>;
@@ -82,7 +84,12 @@ async function greet(s: TunnelState, conn: Conn): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await trx
       .updateTable('daemons')
-      .set({ status: 'online', last_seen_at: conn.openedAt, connection_id: conn.id })
+      .set({
+        status: 'online',
+        last_seen_at: conn.openedAt,
+        connection_id: conn.id,
+        hub_instance_id: s.instanceId,
+      })
       .where('id', '=', conn.daemonId)
       .execute();
     await recordEvent(trx, s.deps, {
@@ -235,7 +242,7 @@ function onClose(s: TunnelState, conn: Conn): void {
       const wentOffline = await db.transaction().execute(async (trx) => {
         const res = await trx
           .updateTable('daemons')
-          .set({ status: 'offline', last_seen_at: at, connection_id: null })
+          .set({ status: 'offline', last_seen_at: at, connection_id: null, hub_instance_id: null })
           .where('id', '=', conn.daemonId)
           .where('connection_id', '=', conn.id)
           .executeTakeFirst();

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { CommandOutboxTable } from '../../db/schema.js';
 import type { AckFrame } from '../../shared/protocol.js';
+import { notifyOutbox } from '../cluster/bus.js';
 
 /**
  * The durable command outbox (SQL only). A command stays `pending` until its daemon acks it; the
@@ -23,6 +24,8 @@ function nextSeq(now: number): number {
  * Writes a command for a daemon and returns its `tx_id`. Pass the caller's transaction as `db` so
  * the command commits with the change that caused it; after the commit, call
  * `hub.tunnel.wake(daemonId)` (or use `sendCommand`, which does both outside a transaction).
+ * On PostgreSQL the same transaction also notifies `svc_outbox`, so a daemon connected to another
+ * hub process gets the command when the transaction commits.
  * A plain-object body gets the `tx_id` too, since daemon routes deduplicate on it.
  */
 export async function enqueueCommand(
@@ -54,6 +57,8 @@ export async function enqueueCommand(
       attempts: 0,
     })
     .execute();
+  // PostgreSQL: wakes the hub process holding the daemon's connection, at commit (src/hub/cluster/bus.ts).
+  await notifyOutbox(db, daemonId);
   return txId;
 }
 
@@ -79,13 +84,16 @@ export function pendingCommands(
     .execute();
 }
 
+/**
+ * Counts a delivery. Also for a command already acked: a fast daemon's ack can be recorded before
+ * this write, and the count must still show the attempt.
+ */
 export async function markSent(db: Kysely<DB>, txIds: string[], now: number): Promise<void> {
   if (txIds.length === 0) return;
   await db
     .updateTable('command_outbox')
     .set((eb) => ({ last_sent_at: now, attempts: eb('attempts', '+', 1) }))
     .where('tx_id', 'in', txIds)
-    .where('status', '=', 'pending')
     .execute();
 }
 

@@ -84,9 +84,13 @@ export async function claimItem(
   // Lost, unknown, another realm's, or already ours: only now read the item to say which.
   const item = await hub.db
     .selectFrom('queue_items')
-    .select(['id', 'realm_id', 'claimed_by'])
+    .select(['id', 'realm_id', 'status', 'claimed_by'])
     .where('id', '=', input.queue_item_id)
     .executeTakeFirst();
   if (!item || item.realm_id !== actor.daemon.realm_id) throw notFound('queue item');
-  return { claimed: item.claimed_by === actor.daemon.id, queue_item_id: item.id };
+  // A withdrawn item (src/hub/runs/runs.redispatch.ts) belongs to nobody, its old claimer included.
+  return {
+    claimed: item.status === 'claimed' && item.claimed_by === actor.daemon.id,
+    queue_item_id: item.id,
+  };
 }

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
 import { AppError, HUB_STATUS } from '../../shared/errors.js';
+import { type BusHandlers, type ClusterBus, createLocalBus } from '../cluster/bus.js';
 import { BODY_LIMIT } from '../http/app.js';
 import { errorBody } from '../http/errors.js';
 import {
@@ -26,23 +27,35 @@ export type { TunnelDeps, TunnelEventMap } from './connection.js';
  *
  * Several hub processes may share one database. A command written by any process reaches its
  * daemon through the outbox: at once when the daemon is connected to the writing process
- * (`wake`), otherwise by the periodic scan of the process that holds the connection. A
- * cross-process notification (PostgreSQL LISTEN/NOTIFY) can later call `wake` and `pushAcl` on the
- * right process without changing anything else.
+ * (`wake`), through the cluster bus otherwise (PostgreSQL NOTIFY at commit, src/hub/cluster/bus.ts),
+ * and by the periodic scan of the process that holds the connection (the safety net). ACL pushes,
+ * disconnects and acks reach the other processes through the same bus.
  */
 export interface Tunnel {
   readonly keys: DispatchKeys;
+  /** This hub process (`hub_instances.id`, recorded on the daemons connected here). */
+  readonly instanceId: string;
+  /** The cluster bus this tunnel listens on (local on SQLite). */
+  readonly bus: ClusterBus;
   /** `connected`, `disconnected`, `ack` (see TunnelEventMap). In-process only. */
   readonly events: EventEmitter<TunnelEventMap>;
   /** True when the daemon has a live, greeted connection to this process. */
   isConnected(daemonId: string): boolean;
   /** Sends the daemon's pending commands now, if it is connected here. Call after committing. */
   wake(daemonId: string): void;
-  /** Pushes the current ACL to the connected daemons of a realm, or of every realm of an org. */
+  /**
+   * Pushes the current ACL to the connected daemons of a realm, or of every realm of an org, here
+   * and (through the bus) on every other hub process.
+   */
   pushAcl(scope: { realmId?: string; orgId?: string }): Promise<void>;
-  /** Closes the daemon's connection to this process (e.g. its token was revoked). */
+  /** Closes the daemon's connection, on whichever hub process holds it (e.g. its token was revoked). */
   disconnect(daemonId: string, reason: string): void;
-  /** Resolves when the command is acked (at once if it was already); rejects after `timeoutMs`. */
+  /** Closes every connection to this process (the daemons reconnect, here or elsewhere). */
+  disconnectAll(reason: string): void;
+  /**
+   * Resolves when the command is acked (at once if it was already), also when its daemon is
+   * connected to another hub process; rejects after `timeoutMs`.
+   */
   waitForAck(txId: string, timeoutMs?: number): Promise<CommandResult>;
   /** Serves `GET /v1/daemons/connect` on the app's server and starts the timers. */
   attach(app: FastifyInstance): void;
@@ -52,9 +65,17 @@ export interface Tunnel {
 
 const CLOSE_GRACE_MS = 1_000;
 
-/** Creates this process's tunnel (loading or creating the dispatch key pair). No timers yet. */
-export async function createTunnel(deps: TunnelDeps): Promise<Tunnel> {
+/**
+ * Creates this process's tunnel (loading or creating the dispatch key pair) and starts listening on
+ * the cluster bus (`cluster.bus`, local by default). No timers yet.
+ */
+export async function createTunnel(
+  deps: TunnelDeps,
+  cluster: { bus?: ClusterBus; instanceId?: string } = {},
+): Promise<Tunnel> {
   const keys = await loadDispatchKeys(deps.db, deps.now);
+  const bus = cluster.bus ?? createLocalBus();
+  const instanceId = cluster.instanceId ?? deps.newId();
   const events = new EventEmitter<TunnelEventMap>();
   events.setMaxListeners(0);
   const conns = new Map<string, Conn>();
@@ -67,6 +88,7 @@ export async function createTunnel(deps: TunnelDeps): Promise<Tunnel> {
   const state = {
     deps,
     keys,
+    instanceId,
     conns,
     events,
     track(p: Promise<unknown>, what: string) {
@@ -76,12 +98,79 @@ export async function createTunnel(deps: TunnelDeps): Promise<Tunnel> {
     },
   };
 
+  /**
+   * Commands a waitForAck on another process is waiting for (tx_id → forget after): their ack is
+   * published on the bus. Only these: most commands have no waiter, and their acks stay local.
+   */
+  const watched = new Map<string, number>();
+  const WATCH_TTL_MS = 10 * 60_000;
+  const publishAck = (txId: string) => state.track(bus.publish({ type: 'ack', tx_id: txId }), 'ack publish');
+
   events.on('ack', (r) => {
+    if (watched.delete(r.tx_id)) publishAck(r.tx_id);
     const set = waiters.get(r.tx_id);
     if (!set) return;
     waiters.delete(r.tx_id);
     for (const w of set) w(r);
   });
+
+  /** Another process waits for this command's ack: publish it when it comes, or now if it came. */
+  async function watch(txId: string) {
+    const at = deps.now();
+    if (watched.size > 1_000) for (const [k, until] of watched) if (until < at) watched.delete(k);
+    watched.set(txId, at + WATCH_TTL_MS);
+    const row = await loadCommand(deps.db, txId);
+    if (row && commandResult(row) && watched.delete(txId)) publishAck(txId);
+  }
+
+  /** An ack recorded by another process: settle this process's waiters from the stored row. */
+  async function ackedElsewhere(txId: string) {
+    if (!waiters.has(txId)) return;
+    const row = await loadCommand(deps.db, txId);
+    const r = row ? commandResult(row) : null;
+    const set = r ? waiters.get(txId) : undefined;
+    if (!r || !set) return;
+    waiters.delete(txId);
+    for (const w of set) w(r);
+  }
+
+  /** Pushes the ACL to the daemons connected to this process only. */
+  async function pushLocalAcl(scope: { realmId?: string; orgId?: string }) {
+    const realms = new Set<string>();
+    for (const c of conns.values()) {
+      if (scope.realmId !== undefined && c.realmId !== scope.realmId) continue;
+      if (scope.orgId !== undefined && c.orgId !== scope.orgId) continue;
+      realms.add(c.realmId);
+    }
+    await Promise.all([...realms].map((r) => pushRealmAcl(state, r)));
+  }
+
+  const busHandlers: BusHandlers = {
+    wake: (daemonId) => tunnel.wake(daemonId),
+    message(msg) {
+      if (msg.type === 'ack') state.track(ackedElsewhere(msg.tx_id), 'remote ack');
+      else if (msg.type === 'watch') state.track(watch(msg.tx_id), 'remote wait');
+      else if (msg.type === 'disconnect') conns.get(msg.daemon_id)?.ws.close(4001, msg.reason.slice(0, 120));
+      else if (msg.type === 'acl') {
+        const scope = {
+          ...(msg.realm_id ? { realmId: msg.realm_id } : {}),
+          ...(msg.org_id ? { orgId: msg.org_id } : {}),
+        };
+        state.track(pushLocalAcl(scope), 'remote ACL push');
+      }
+    },
+    // Notifications may have been missed while the bus was down: every ACL, then every due command.
+    resync() {
+      if (closing) return;
+      state.track(
+        (async () => {
+          await pushLocalAcl({});
+          await scan();
+        })(),
+        'resync after the bus reconnected',
+      );
+    },
+  };
 
   function heartbeat() {
     for (const conn of conns.values()) {
@@ -156,6 +245,8 @@ export async function createTunnel(deps: TunnelDeps): Promise<Tunnel> {
 
   const tunnel: Tunnel = {
     keys,
+    instanceId,
+    bus,
     events,
     isConnected: (daemonId) => conns.get(daemonId)?.ready === true,
     wake(daemonId) {
@@ -163,16 +254,23 @@ export async function createTunnel(deps: TunnelDeps): Promise<Tunnel> {
       if (conn) flush(state, conn);
     },
     async pushAcl(scope) {
-      const realms = new Set<string>();
-      for (const c of conns.values()) {
-        if (scope.realmId !== undefined && c.realmId !== scope.realmId) continue;
-        if (scope.orgId !== undefined && c.orgId !== scope.orgId) continue;
-        realms.add(c.realmId);
-      }
-      await Promise.all([...realms].map((r) => pushRealmAcl(state, r)));
+      await Promise.all([
+        pushLocalAcl(scope),
+        bus.publish({
+          type: 'acl',
+          ...(scope.realmId !== undefined ? { realm_id: scope.realmId } : {}),
+          ...(scope.orgId !== undefined ? { org_id: scope.orgId } : {}),
+        }),
+      ]);
     },
     disconnect(daemonId, reason) {
-      conns.get(daemonId)?.ws.close(4001, reason.slice(0, 120));
+      const conn = conns.get(daemonId);
+      if (conn) conn.ws.close(4001, reason.slice(0, 120));
+      else
+        state.track(bus.publish({ type: 'disconnect', daemon_id: daemonId, reason }), 'disconnect publish');
+    },
+    disconnectAll(reason) {
+      for (const c of conns.values()) c.ws.close(1012, reason.slice(0, 120));
     },
     waitForAck(txId, timeoutMs = 30_000) {
       return new Promise<CommandResult>((resolve, reject) => {
@@ -195,7 +293,11 @@ export async function createTunnel(deps: TunnelDeps): Promise<Tunnel> {
           (row) => {
             if (!row) return done(new Error(`unknown command ${txId}`));
             const r = commandResult(row);
-            if (r) done(r);
+            if (r) return done(r);
+            // The daemon may be connected to another process (now or by the time it acks).
+            if (bus.kind !== 'local') {
+              state.track(bus.publish({ type: 'watch', tx_id: txId }), 'wait publish');
+            }
           },
           (err: Error) => done(err),
         );
@@ -245,9 +347,11 @@ export async function createTunnel(deps: TunnelDeps): Promise<Tunnel> {
         while (inflight.size > 0) await Promise.all([...inflight]);
         for (const set of waiters.values()) for (const w of set) w(new Error('the tunnel is closed'));
         await new Promise<void>((resolve) => (wss ? wss.close(() => resolve()) : resolve()));
+        await bus.close();
       })();
       return closing;
     },
   };
+  await bus.start(busHandlers);
   return tunnel;
 }

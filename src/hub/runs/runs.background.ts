@@ -1,11 +1,13 @@
 import type { Hub } from '../context.js';
 import { onCommandAck, sweepLeases } from './runs.daemon.js';
 import { onDaemonConnected } from './runs.dispatch.js';
+import { redispatchRuns } from './runs.redispatch.js';
 
 /**
- * The runs engine's background work in one hub process: the lease sweeper (safe with several hub
- * processes: each move is a conditional UPDATE), dispatch of queued runs when a daemon connects,
- * and cancel acknowledgements. Returns a stop function that waits for work in progress.
+ * The runs engine's background work in one hub process: the lease sweeper and the re-dispatch pass
+ * (safe with several hub processes: each move is a conditional UPDATE), dispatch of queued runs
+ * when a daemon connects, and cancel acknowledgements. Returns a stop function that waits for work
+ * in progress.
  */
 export function startRunsBackground(hub: Hub, sweepMs: number): () => Promise<void> {
   const inflight = new Set<Promise<unknown>>();
@@ -34,9 +36,23 @@ export function startRunsBackground(hub: Hub, sweepMs: number): () => Promise<vo
     );
   }, sweepMs);
   timer.unref();
+  // Offers nobody took, claims never started, queued runs left behind (runs.redispatch.ts).
+  let redispatching = false;
+  const redispatch = setInterval(() => {
+    if (redispatching) return;
+    redispatching = true;
+    track(
+      're-dispatch',
+      redispatchRuns(hub).finally(() => {
+        redispatching = false;
+      }),
+    );
+  }, hub.config.runRedispatchMs);
+  redispatch.unref();
   return async () => {
     stopped = true;
     clearInterval(timer);
+    clearInterval(redispatch);
     hub.tunnel.events.off('connected', onConnected);
     hub.tunnel.events.off('ack', onAck);
     await Promise.all([...inflight]);

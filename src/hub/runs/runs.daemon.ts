@@ -5,6 +5,7 @@ import { AppError, conflict, notFound } from '../../shared/errors.js';
 import type { AppendLogsBody, RenewLeaseBody, RunReportBody, StartChildBody } from '../../shared/protocol.js';
 import type { DaemonActor } from '../access/actor.js';
 import type { Hub } from '../context.js';
+import { cancelOpenReviews } from '../reviews/reviews.repo.js';
 import { dispatchRun } from './runs.dispatch.js';
 import {
   addHistory,
@@ -358,6 +359,7 @@ export async function sweepLeases(hub: Hub): Promise<number> {
         .executeTakeFirst();
       if (Number(res.numUpdatedRows) !== 1) return null;
       lost++;
+      await cancelOpenReviews(trx, run.run_id, now);
       await addHistory(trx, hub, run, 'lost', {
         type: 'run.lost',
         phase: run.current_phase,

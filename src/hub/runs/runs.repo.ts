@@ -124,6 +124,8 @@ export interface HistoryEntry {
   phase?: string | null;
   error?: string | null;
   actor?: Record<string, unknown> | null;
+  /** Details of the entry (a review's id and summary…): stored, shown, and added to the event. */
+  data?: Record<string, unknown> | null;
 }
 export interface HistoryOut {
   type: string;
@@ -133,6 +135,7 @@ export interface HistoryOut {
   error: string | null;
   actor: Record<string, unknown> | null;
   state: string;
+  data: Record<string, unknown> | null;
 }
 
 /**
@@ -161,6 +164,7 @@ export async function addHistory(
       state,
       error: e.error ?? null,
       actor: toJson(e.actor ?? null),
+      data: toJson(e.data ?? null),
     })
     .execute();
   await recordEvent(db, hub, {
@@ -169,6 +173,7 @@ export async function addHistory(
     realm_id: run.realm_id,
     subject_id: run.run_id,
     payload: {
+      ...(e.data ?? {}),
       run_id: run.run_id,
       team_id: run.team_id,
       state,
@@ -202,6 +207,7 @@ export async function listHistory(db: Kysely<DB>, runId: string): Promise<Histor
     error: r.error,
     actor: json<Record<string, unknown>>(r.actor),
     state: r.state,
+    data: json<Record<string, unknown>>(r.data),
   }));
 }
 

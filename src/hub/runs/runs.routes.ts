@@ -60,11 +60,14 @@ export const runOps = [
   }),
   op({
     name: 'runs/list',
-    summary: 'The runs of a realm, newest first, optionally filtered by state and team.',
+    summary:
+      'The runs of a realm, newest first; filters: state, team, the descendants of a run (root_run_id), top-level runs only.',
     input: z.object({
       realm_id: id,
       state: z.enum(RUN_STATES).optional(),
       team_id: id.optional(),
+      root_run_id: id.optional(),
+      top_level: z.boolean().optional(),
       ...paging,
     }),
     async handler(ctx, input) {

@@ -11,6 +11,7 @@ import type { Hub } from '../context.js';
 import { enqueueCommand } from '../daemons/outbox.repo.js';
 import { decodeCursor, pageOf } from '../http/paging.js';
 import { unusableChannelIds } from '../notifications/channels.repo.js';
+import { cancelOpenReviews } from '../reviews/reviews.repo.js';
 import { dispatchRun, runDefinition } from './runs.dispatch.js';
 import {
   addHistory,
@@ -295,6 +296,10 @@ export async function listRuns(
     realm_id: string;
     state?: string | undefined;
     team_id?: string | undefined;
+    /** Every run below this top-level run (children, grandchildren…). */
+    root_run_id?: string | undefined;
+    /** Only runs without a parent. */
+    top_level?: boolean | undefined;
     limit: number;
     cursor?: string | undefined;
   },
@@ -307,6 +312,12 @@ export async function listRuns(
     .where('realm_id', '=', input.realm_id)
     .$if(input.state !== undefined, (q) => q.where('state', '=', input.state!))
     .$if(input.team_id !== undefined, (q) => q.where('team_id', '=', input.team_id!))
+    // A descendant is created after its root and ids are UUID v7, so `run_id > root` bounds the scan
+    // of the (realm_id, run_id) index to the runs created since the root.
+    .$if(input.root_run_id !== undefined, (q) =>
+      q.where('root_run_id', '=', input.root_run_id!).where('run_id', '>', input.root_run_id!),
+    )
+    .$if(input.top_level === true, (q) => q.where('parent_run_id', 'is', null))
     .$if(after !== null, (q) => q.where('run_id', '<', after!))
     .orderBy('run_id', 'desc')
     .limit(input.limit + 1)
@@ -385,7 +396,10 @@ export async function moveRun(
     .where('state', '=', run.state)
     .where('lease_epoch', '=', run.lease_epoch)
     .executeTakeFirst();
-  return Number(res.numUpdatedRows) === 1;
+  if (Number(res.numUpdatedRows) !== 1) return false;
+  // A run that ends while a review is open: the review closes with it (the sweeper: lost runs).
+  if (isTerminal(to)) await cancelOpenReviews(db, run.run_id, set.updated_at ?? Date.now());
+  return true;
 }
 
 /** `runs/cancel`: at once when no daemon holds the run, else through the daemon (pending_control). */

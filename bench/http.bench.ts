@@ -1,0 +1,138 @@
+/**
+ * An authenticated read, `runs/get_by_id` with an org member's personal token (`svc_tok_`) on an
+ * existing run, against a bare Fastify 5 route in the same process answering the same reply bytes:
+ * requests per second and p99 from one keep-alive load generator in a child process (so the server's
+ * event loop is its own), same concurrency, same duration. Rounds alternate hub and baseline so
+ * that noise on a shared machine hits both. On SQLite and on PostgreSQL (`SVC_BENCH_DB` picks one).
+ */
+import Fastify from 'fastify';
+import { startHub } from '../src/hub/server.js';
+import { createLogger } from '../src/shared/logger.js';
+import { mintToken } from '../src/shared/tokens.js';
+import type { BenchResult } from './index.js';
+import { startChild } from './lib/child.js';
+import { benchDatabase, benchDatabases, percentile, post } from './lib/util.js';
+
+const CONCURRENCY = 16;
+const ROUNDS = 3;
+const ROUND_MS = 2_500;
+const WARMUP_MS = 500;
+
+interface Load {
+  requests: number;
+  seconds: number;
+  latencies: number[];
+  errors: number;
+  lastError: string;
+}
+
+export default async function httpBench(): Promise<BenchResult[]> {
+  const out: BenchResult[] = [];
+  const loader = await startChild('load-process.ts');
+  try {
+    for (const kind of await benchDatabases()) out.push(...(await oneDatabase(kind, loader)));
+  } finally {
+    await loader.close();
+  }
+  return out;
+}
+
+async function oneDatabase(
+  kind: 'sqlite' | 'postgres',
+  loader: Awaited<ReturnType<typeof startChild>>,
+): Promise<BenchResult[]> {
+  const db = benchDatabase(kind);
+  const adminToken = mintToken('user');
+  const running = await startHub({
+    databaseUrl: db.url,
+    ...(db.schema ? { schema: db.schema } : {}),
+    adminToken,
+    log: createLogger('hub', 'silent'),
+  });
+  const bare = Fastify();
+  try {
+    const api = (op: string, body: unknown, token = adminToken) =>
+      post(`${running.url}/v1/${op}`, body, token);
+    const org = await api('orgs/new', { slug: 'bench', owner: { email: 'owner@bench.test' } });
+    const orgId = org.data.org.id as string;
+    const session = await api(
+      'invites/accept',
+      { code: org.data.owner_invite.code, password: 'bench pw 1' },
+      '',
+    );
+    const pat = await api('tokens/create', { name: 'bench' }, session.data.token);
+    const token = pat.data.token as string;
+    if (!token.startsWith('svc_tok_')) throw new Error(`expected a svc_tok_ token, got ${token.slice(0, 8)}`);
+    const realmId = (await api('realms/list', { org_id: orgId })).data[0].id as string;
+    await api('agents/register', {
+      org_id: orgId,
+      manifest: { name: 'noop', version: '1.0.0', command: [process.execPath, '-e', '0'] },
+    });
+    await api('teams/register', {
+      org_id: orgId,
+      definition: { name: 'noop-team', version: '1.0.0', phases: [{ name: 'only', agent: 'noop' }] },
+    });
+    const runId = (await api('runs/new', { realm_id: realmId, team: 'noop-team' })).data.run_id as string;
+    const body = JSON.stringify({ run_id: runId });
+    // The bare route answers exactly the bytes the hub answers.
+    const res = await fetch(`${running.url}/v1/runs/get_by_id`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body,
+    });
+    const reply = await res.text();
+    if (res.status !== 200) throw new Error(`runs/get_by_id: ${res.status} ${reply}`);
+    bare.post('/v1/runs/get_by_id', async (_req, r) => r.type('application/json; charset=utf-8').send(reply));
+    await bare.listen({ host: '127.0.0.1', port: 0 });
+    const bareUrl = `http://127.0.0.1:${(bare.server.address() as { port: number }).port}/v1/runs/get_by_id`;
+
+    const load = async (url: string): Promise<Load> => {
+      const r = (await loader.request('run', {
+        url,
+        body,
+        headers: { authorization: `Bearer ${token}` },
+        concurrency: CONCURRENCY,
+        durationMs: ROUND_MS,
+        warmupMs: WARMUP_MS,
+      })) as Load;
+      if (r.errors > 0) throw new Error(`${url}: ${r.errors} failed requests, last: ${r.lastError}`);
+      return r;
+    };
+    const hub: Load[] = [];
+    const base: Load[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      base.push(await load(bareUrl));
+      hub.push(await load(`${running.url}/v1/runs/get_by_id`));
+    }
+    const sum = (rs: Load[]) => {
+      const lat = rs.flatMap((r) => r.latencies).sort((a, b) => a - b);
+      const seconds = rs.reduce((s, r) => s + r.seconds, 0);
+      return { rps: lat.length / seconds, p50: percentile(lat, 50), p99: percentile(lat, 99), n: lat.length };
+    };
+    const h = sum(hub);
+    const b = sum(base);
+    const note = `${CONCURRENCY} keep-alive connections from a child process, ${ROUNDS}×${ROUND_MS / 1000} s alternating; hub n=${h.n}, baseline n=${b.n}`;
+    return [
+      {
+        name: `runs/get_by_id with svc_tok_, ${kind}`,
+        unit: 'req/s',
+        value: h.rps,
+        baseline: { name: 'bare Fastify route', value: b.rps },
+        higherIsBetter: true,
+        note,
+      },
+      {
+        name: `runs/get_by_id with svc_tok_, ${kind}, p99`,
+        unit: 'ms',
+        value: h.p99,
+        baseline: { name: 'bare Fastify route p99', value: b.p99 },
+        higherIsBetter: false,
+        note: `p50 ${h.p50.toFixed(2)} ms vs ${b.p50.toFixed(2)} ms`,
+      },
+    ];
+  } finally {
+    await bare.close();
+    await running.close();
+    await db.cleanup();
+  }
+}

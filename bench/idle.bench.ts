@@ -1,0 +1,158 @@
+/**
+ * Idle daemons one hub process holds: the hub runs alone in a child process (`startHub`, SQLite, or
+ * PostgreSQL with SVC_BENCH_DB=postgres); another child opens IDLE_DAEMONS real tunnels with realm
+ * tokens made through `realms/create_daemon_token`, each answering the hub's pings and pinging the
+ * hub like a daemon. They stay idle for two heartbeat rounds (the hub's ping interval is set to
+ * PING_MS for the bench; 15 s by default), which must drop none of them. Then the hub's RSS and heap
+ * (after a full GC) are compared with those before the connections: MB per 1,000 connections.
+ * Baseline: the same number of connections to a bare `ws` server (pinging alike) in its own process.
+ */
+import { mintToken } from '../src/shared/tokens.js';
+import type { BenchResult } from './index.js';
+import { type Child, startChild } from './lib/child.js';
+import { benchDatabase, pool, post, sleep } from './lib/util.js';
+
+const IDLE_DAEMONS = Number(process.env.SVC_BENCH_IDLE_DAEMONS ?? 5_000);
+const PING_MS = 5_000;
+/** Two full heartbeat rounds: every connection was pinged, and checked for its pong, at least once. */
+const HOLD_MS = 2 * PING_MS + 1_500;
+const CONNECT_CONCURRENCY = 50;
+const FD_LIMIT = IDLE_DAEMONS + 1_024;
+
+interface Mem {
+  rss: number;
+  heapUsed: number;
+}
+interface Held {
+  before: Mem;
+  after: Mem;
+  connectMs: number;
+  pings: number;
+}
+
+/** Opens the connections from a fresh client process, holds them, and measures the server. */
+async function hold(
+  server: Child,
+  url: string,
+  daemons: { daemon_id: string; token: string }[],
+  plain: boolean,
+): Promise<Held> {
+  const clients = await startChild('daemons-process.ts', { fdLimit: FD_LIMIT });
+  try {
+    const before = (await server.request('memory')) as Mem;
+    const c = await clients.request(
+      'connect',
+      { url, daemons, concurrency: CONNECT_CONCURRENCY, pingMs: PING_MS, plain },
+      240_000,
+    );
+    await clients.request('stats', { reset: true });
+    await sleep(HOLD_MS);
+    const st = await clients.request('stats');
+    const counts = await server.request('counts');
+    if (st.open !== daemons.length || st.closed !== 0 || counts.disconnected !== 0) {
+      throw new Error(
+        `${plain ? 'ws' : 'hub'}: ${st.open} of ${daemons.length} open, ${st.closed} closed by the server ` +
+          `(${counts.disconnected} seen by it); last client error: ${st.lastError}`,
+      );
+    }
+    if (!plain && counts.online !== daemons.length) {
+      throw new Error(`hub: ${counts.online} daemons online of ${daemons.length}`);
+    }
+    const after = (await server.request('memory')) as Mem;
+    return { before, after, connectMs: c.ms, pings: st.pings };
+  } finally {
+    await clients.close();
+  }
+}
+
+export default async function idleBench(): Promise<BenchResult[]> {
+  const db = benchDatabase(process.env.SVC_BENCH_DB === 'postgres' ? 'postgres' : 'sqlite');
+  const adminToken = mintToken('user');
+  let hub: Child | null = null;
+  let ws: Child | null = null;
+  try {
+    const startHubChild = () =>
+      startChild('hub-process.ts', {
+        nodeArgs: ['--expose-gc'],
+        fdLimit: FD_LIMIT,
+        env: {
+          SVC_BENCH_HUB: JSON.stringify({
+            databaseUrl: db.url,
+            ...(db.schema ? { schema: db.schema } : {}),
+            adminToken,
+            config: { tunnelPingMs: PING_MS },
+          }),
+        },
+      });
+    // The tokens are made through one hub process; a fresh one holds the connections, so its memory
+    // before them is a started hub's, not one still holding the pages of 5,000 API calls.
+    hub = await startHubChild();
+    let hubUrl = hub.hello.url as string;
+    const api = (op: string, body: unknown) => post(`${hubUrl}/v1/${op}`, body, adminToken);
+    const org = await api('orgs/new', { slug: 'bench', owner: { email: 'owner@bench.test' } });
+    const realmId = (await api('realms/list', { org_id: org.data.org.id })).data[0].id as string;
+    const t0 = performance.now();
+    const daemons = await pool(IDLE_DAEMONS, 16, async (i) => {
+      const r = await api('realms/create_daemon_token', { realm_id: realmId, name: `idle-${i}` });
+      return { daemon_id: r.data.daemon_id as string, token: r.data.token as string };
+    });
+    const tokensS = (performance.now() - t0) / 1000;
+    await hub.close();
+    hub = await startHubChild();
+    hubUrl = hub.hello.url as string;
+    const tunnel = `${hubUrl.replace(/^http/, 'ws')}/v1/daemons/connect`;
+    const h = await hold(hub, tunnel, daemons, false);
+    await hub.close();
+    hub = null;
+
+    ws = await startChild('hub-process.ts', {
+      args: ['ws'],
+      nodeArgs: ['--expose-gc'],
+      fdLimit: FD_LIMIT,
+      env: { SVC_BENCH_PING_MS: String(PING_MS) },
+    });
+    const b = await hold(ws, (ws.hello.url as string).replace(/^http/, 'ws'), daemons, true);
+
+    const n = IDLE_DAEMONS;
+    const perK = (x: Held, k: keyof Mem) => ((x.after[k] - x.before[k]) / n) * 1000;
+    const mb = (bytes: number) => bytes / 2 ** 20;
+    const bytesEach = (x: Held, k: keyof Mem) => Math.round((x.after[k] - x.before[k]) / n);
+    const setup = `${n.toLocaleString('en-US')} idle daemons, ${db.kind}`;
+    const heartbeat = `heartbeats every ${PING_MS / 1000} s both ways, held ${HOLD_MS / 1000} s, none dropped`;
+    return [
+      {
+        name: `hub RSS per 1,000 idle daemons (${setup})`,
+        unit: 'MB',
+        value: mb(perK(h, 'rss')),
+        baseline: { name: 'bare ws server, same connections', value: mb(perK(b, 'rss')) },
+        higherIsBetter: false,
+        note:
+          `${bytesEach(h, 'rss').toLocaleString('en-US')} vs ${bytesEach(b, 'rss').toLocaleString('en-US')} bytes/connection; ` +
+          `hub RSS ${mb(h.before.rss).toFixed(0)} → ${mb(h.after.rss).toFixed(0)} MB, ws ${mb(b.before.rss).toFixed(0)} → ${mb(b.after.rss).toFixed(0)} MB; ${heartbeat}`,
+      },
+      {
+        name: `hub heap per 1,000 idle daemons (${setup})`,
+        unit: 'MB',
+        value: mb(perK(h, 'heapUsed')),
+        baseline: { name: 'bare ws server, same connections', value: mb(perK(b, 'heapUsed')) },
+        higherIsBetter: false,
+        note: `${bytesEach(h, 'heapUsed').toLocaleString('en-US')} vs ${bytesEach(b, 'heapUsed').toLocaleString('en-US')} bytes/connection (V8 heap used after a full GC)`,
+      },
+      {
+        name: `daemon connections opened (${setup})`,
+        unit: 'conn/s',
+        value: n / (h.connectMs / 1000),
+        baseline: { name: 'bare ws server', value: n / (b.connectMs / 1000) },
+        higherIsBetter: true,
+        note:
+          `${CONNECT_CONCURRENCY} handshakes at a time; hub: token check, daemon online + daemon.connected event, hello with the ACL; ` +
+          `${n.toLocaleString('en-US')} realm tokens made through the API in ${tokensS.toFixed(1)} s; ` +
+          `pings seen per daemon while held: ${(h.pings / n).toFixed(1)} (ws: ${(b.pings / n).toFixed(1)})`,
+      },
+    ];
+  } finally {
+    await hub?.close();
+    await ws?.close();
+    await db.cleanup();
+  }
+}

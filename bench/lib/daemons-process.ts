@@ -1,0 +1,219 @@
+/**
+ * Child process: many daemons' ends of the hub tunnel, each a real WebSocket with its realm token
+ * (no agents, no local API: only what the hub sees of a daemon).
+ *
+ * - `connect` opens one tunnel per token (or plain WebSockets when `plain`) and waits for each
+ *   hello. Each socket answers pings (ws autoPong) and pings the hub every `pingMs` like a daemon.
+ *   With `claimUrl`, a daemon answers an `offer_job` command as the real daemon does: `queue/claim`
+ *   over HTTP (its own keep-alive socket), then the ack with `{claimed, daemon_id}`. Other
+ *   commands are acked at once.
+ * - `hammer` makes every daemon POST claims to a URL in a loop (the same HTTP client), a baseline.
+ * - `stats`, `close`, `memory`.
+ */
+import http from 'node:http';
+import { WebSocket } from 'ws';
+import { memory, serveParent } from './child.js';
+
+interface Daemon {
+  daemonId: string;
+  token: string;
+  ws: WebSocket | null;
+  agent: http.Agent;
+  timer: NodeJS.Timeout | null;
+}
+
+const daemons: Daemon[] = [];
+const stats = { open: 0, closed: 0, pings: 0, offers: 0, claims: 0, wins: 0, errors: 0, lastError: '' };
+let claimLatencies: number[] = [];
+
+function postJson(
+  agent: http.Agent,
+  url: URL,
+  token: string,
+  body: unknown,
+): Promise<{ status: number; text: string }> {
+  const buf = Buffer.from(JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': buf.length,
+          authorization: `Bearer ${token}`,
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          text += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(buf);
+  });
+}
+
+function fail(err: unknown) {
+  stats.errors++;
+  stats.lastError = String(err);
+}
+
+async function onOffer(d: Daemon, claimUrl: URL, frame: { tx_id: string; body: { queue_item_id: string } }) {
+  stats.offers++;
+  const t0 = performance.now();
+  let claimed = false;
+  try {
+    const r = await postJson(d.agent, claimUrl, d.token, {
+      queue_item_id: frame.body.queue_item_id,
+      daemon_id: d.daemonId,
+    });
+    if (r.status !== 200) throw new Error(`claim: HTTP ${r.status} ${r.text}`);
+    claimed = (JSON.parse(r.text) as { data: { claimed: boolean } }).data.claimed;
+    claimLatencies.push(performance.now() - t0);
+    stats.claims++;
+    if (claimed) stats.wins++;
+  } catch (err) {
+    fail(err);
+  }
+  d.ws?.send(
+    JSON.stringify({
+      type: 'ack',
+      tx_id: frame.tx_id,
+      status: 'ok',
+      reply: { claimed, daemon_id: d.daemonId },
+    }),
+  );
+}
+
+function open(d: Daemon, url: string, plain: boolean, pingMs: number, claimUrl: URL | null): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, plain ? {} : { headers: { authorization: `Bearer ${d.token}` } });
+    d.ws = ws;
+    let greeted = false;
+    const greet = () => {
+      if (greeted) return;
+      greeted = true;
+      stats.open++;
+      d.timer = setInterval(() => ws.readyState === ws.OPEN && ws.ping(), pingMs);
+      resolve();
+    };
+    ws.on('open', () => plain && greet());
+    ws.on('ping', () => stats.pings++);
+    ws.on('message', (data) => {
+      const f = JSON.parse(data.toString()) as { type: string; tx_id: string; path: string; body: never };
+      if (f.type === 'hello') return greet();
+      if (f.type !== 'command') return;
+      if (f.path === 'offer_job' && claimUrl) void onOffer(d, claimUrl, f);
+      else ws.send(JSON.stringify({ type: 'ack', tx_id: f.tx_id, status: 'ok', reply: {} }));
+    });
+    ws.on('error', (err) => {
+      fail(err);
+      if (!greeted) reject(err);
+    });
+    ws.on('close', () => {
+      if (d.timer) clearInterval(d.timer);
+      if (greeted) {
+        stats.open--;
+        stats.closed++;
+      }
+    });
+  });
+}
+
+interface ConnectRequest {
+  url: string;
+  daemons: { daemon_id: string; token: string }[];
+  concurrency: number;
+  pingMs: number;
+  plain?: boolean;
+  claimUrl?: string;
+}
+
+async function connect(r: ConnectRequest) {
+  const start = performance.now();
+  const list = r.daemons.map((x) => ({
+    daemonId: x.daemon_id,
+    token: x.token,
+    ws: null,
+    agent: new http.Agent({ keepAlive: true, maxSockets: 1 }),
+    timer: null,
+  }));
+  daemons.push(...list);
+  const claimUrl = r.claimUrl ? new URL(r.claimUrl) : null;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(r.concurrency, list.length) }, async () => {
+      while (next < list.length) await open(list[next++]!, r.url, r.plain === true, r.pingMs, claimUrl);
+    }),
+  );
+  return { open: stats.open, ms: performance.now() - start };
+}
+
+async function hammer(r: { url: string; durationMs: number; warmupMs: number }) {
+  const url = new URL(r.url);
+  const latencies: number[] = [];
+  const measureFrom = performance.now() + r.warmupMs;
+  const until = measureFrom + r.durationMs;
+  let i = 0;
+  await Promise.all(
+    daemons.map(async (d) => {
+      while (performance.now() < until) {
+        const t0 = performance.now();
+        try {
+          const res = await postJson(d.agent, url, d.token, {
+            queue_item_id: `item-${i++}`,
+            daemon_id: d.daemonId,
+          });
+          if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+        } catch (err) {
+          fail(err);
+        }
+        const t1 = performance.now();
+        if (t1 >= measureFrom && t1 <= until) latencies.push(t1 - t0);
+      }
+    }),
+  );
+  return { requests: latencies.length, seconds: r.durationMs / 1000, latencies };
+}
+
+async function closeAll() {
+  await Promise.all(
+    daemons.map(
+      (d) =>
+        new Promise<void>((resolve) => {
+          d.agent.destroy();
+          if (d.timer) clearInterval(d.timer);
+          if (!d.ws || d.ws.readyState === d.ws.CLOSED) return resolve();
+          d.ws.once('close', () => resolve());
+          d.ws.terminate();
+        }),
+    ),
+  );
+  daemons.length = 0;
+}
+
+serveParent(
+  {},
+  {
+    connect: (msg) => connect(msg as ConnectRequest),
+    hammer: (msg) => hammer(msg),
+    stats: (msg: { reset?: boolean }) => {
+      const out = { ...stats, claimLatencies };
+      if (msg.reset) {
+        claimLatencies = [];
+        Object.assign(stats, { pings: 0, offers: 0, claims: 0, wins: 0, errors: 0, lastError: '' });
+      }
+      return out;
+    },
+    close: () => closeAll(),
+    memory: () => memory(),
+  },
+  closeAll,
+);

@@ -1,0 +1,99 @@
+/**
+ * The console's hash router as pure functions: `#/runs?state=running` ⇄ a Route value. The hash keeps
+ * every page a static `/` for the hub (no server-side routes), and survives reloads.
+ */
+export type Route =
+  | { name: 'signin'; next: string | null }
+  | { name: 'runs'; state: string | null; team: string | null }
+  | { name: 'run'; id: string }
+  | { name: 'reviews'; all: boolean }
+  | { name: 'daemons' }
+  | { name: 'catalog' }
+  | { name: 'channels'; channel: string | null }
+  | { name: 'notfound'; path: string };
+
+export const NAV: readonly { name: Route['name']; label: string; hash: string }[] = [
+  { name: 'runs', label: 'Runs', hash: '#/runs' },
+  { name: 'reviews', label: 'Reviews', hash: '#/reviews' },
+  { name: 'daemons', label: 'Daemons', hash: '#/daemons' },
+  { name: 'catalog', label: 'Catalog', hash: '#/catalog' },
+  { name: 'channels', label: 'Channels', hash: '#/channels' },
+];
+
+const ID = /^[A-Za-z0-9_-]{1,200}$/;
+
+export function parseRoute(hash: string): Route {
+  const raw = hash.replace(/^#/, '');
+  const q = raw.indexOf('?');
+  const path = (q < 0 ? raw : raw.slice(0, q)).replace(/\/+$/, '') || '/runs';
+  const params = new URLSearchParams(q < 0 ? '' : raw.slice(q + 1));
+  const parts = path.split('/').filter(Boolean).map(safeDecode);
+  const [head, second, ...rest] = parts;
+  if (rest.length > 0) return { name: 'notfound', path };
+  switch (head) {
+    case 'signin':
+      return second === undefined ? { name: 'signin', next: params.get('next') } : notFound(path);
+    case 'runs':
+      if (second === undefined) return { name: 'runs', state: params.get('state'), team: params.get('team') };
+      return second !== null && ID.test(second) ? { name: 'run', id: second } : notFound(path);
+    case 'reviews':
+      return second === undefined ? { name: 'reviews', all: params.get('all') === '1' } : notFound(path);
+    case 'daemons':
+    case 'catalog':
+      return second === undefined ? { name: head } : notFound(path);
+    case 'channels':
+      if (second === undefined) return { name: 'channels', channel: params.get('channel') };
+      return notFound(path);
+    default:
+      return notFound(path);
+  }
+}
+
+function notFound(path: string): Route {
+  return { name: 'notfound', path };
+}
+
+function safeDecode(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
+
+/** The hash of a route; parseRoute(formatRoute(r)) equals r. */
+export function formatRoute(route: Route): string {
+  const qs = (entries: [string, string | null | false][]) => {
+    const p = new URLSearchParams();
+    for (const [k, v] of entries) if (v) p.set(k, v);
+    const s = p.toString();
+    return s ? `?${s}` : '';
+  };
+  switch (route.name) {
+    case 'signin':
+      return `#/signin${qs([['next', route.next]])}`;
+    case 'runs':
+      return `#/runs${qs([
+        ['state', route.state],
+        ['team', route.team],
+      ])}`;
+    case 'run':
+      return `#/runs/${encodeURIComponent(route.id)}`;
+    case 'reviews':
+      return `#/reviews${qs([['all', route.all && '1']])}`;
+    case 'daemons':
+    case 'catalog':
+      return `#/${route.name}`;
+    case 'channels':
+      return `#/channels${qs([['channel', route.channel]])}`;
+    case 'notfound':
+      return `#${route.path}`;
+  }
+}
+
+/** Where to go after signing in: a `next` hash of ours, never another origin or the sign-in page. */
+export function afterSignIn(next: string | null): string {
+  if (!next?.startsWith('#/')) return '#/runs';
+  const r = parseRoute(next);
+  return r.name === 'signin' || r.name === 'notfound' ? '#/runs' : formatRoute(r);
+}
