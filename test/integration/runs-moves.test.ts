@@ -73,7 +73,9 @@ describe('run state moves and fencing', () => {
       assert.equal(x.body.code, 'conflict');
     }
     assert.equal((await r('started')).status, 200);
-    assert.equal((await r('started')).status, 409, 'running → running is refused');
+    const again = await r('started');
+    assert.equal(again.status, 200, 'a retried started of the same epoch is a no-op, not a conflict');
+    assert.equal(again.body.data.state, 'running');
     assert.equal((await r('input.received')).status, 409);
     assert.equal((await r('phase.started', { phase: 'only', pid: 4242 })).status, 200);
     let run = (await h.ok('runs/get_by_id', { run_id: runId })).data;

@@ -97,6 +97,9 @@ export async function reportRun(hub: Hub, actor: DaemonActor, input: RunReportBo
       });
       return list;
     }
+    // A retried `started` (the hub committed the first one but its reply was lost, say because the
+    // process died) changes nothing: this daemon holds this epoch, so the run is already its.
+    if (input.event === 'started' && (run.state === 'running' || run.state === 'awaiting_input')) return list;
     const from = eventFrom[input.event];
     if (from && !from.includes(run.state as RunState)) {
       throw conflict(`${input.event} is not allowed while the run is ${run.state}`, { state: run.state });
