@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { OrgsTable, RealmsTable } from '../../db/schema.js';
 import { AppError, forbidden, notFound } from '../../shared/errors.js';
 import type { Hub } from '../context.js';
@@ -75,17 +76,43 @@ export async function requireOrg(
   return { org, actor: user, role };
 }
 
+/** The realm and its (not deleted) organization, in one query. */
 export async function loadRealm(hub: Hub, realmId: string): Promise<RealmsTable & { org: OrgsTable }> {
-  const realm = await hub.db.selectFrom('realms').selectAll().where('id', '=', realmId).executeTakeFirst();
-  if (!realm) throw notFound('realm');
-  const org = await hub.db
-    .selectFrom('orgs')
-    .selectAll()
-    .where('id', '=', realm.org_id)
-    .where('deleted_at', 'is', null)
+  const row = await hub.db
+    .selectFrom('realms')
+    .innerJoin('orgs', 'orgs.id', 'realms.org_id')
+    .select([
+      'realms.id',
+      'realms.org_id',
+      'realms.name',
+      'realms.created_at',
+      'orgs.slug as o_slug',
+      'orgs.display_name as o_display_name',
+      'orgs.status as o_status',
+      'orgs.owner_user_id as o_owner_user_id',
+      'orgs.created_at as o_created_at',
+      'orgs.updated_at as o_updated_at',
+    ])
+    .where('realms.id', '=', realmId)
+    .where('orgs.deleted_at', 'is', null)
     .executeTakeFirst();
-  if (!org) throw notFound('realm');
-  return { ...realm, org };
+  if (!row) throw notFound('realm');
+  return {
+    id: row.id,
+    org_id: row.org_id,
+    name: row.name,
+    created_at: row.created_at,
+    org: {
+      id: row.org_id,
+      slug: row.o_slug,
+      display_name: row.o_display_name,
+      status: row.o_status,
+      owner_user_id: row.o_owner_user_id,
+      created_at: row.o_created_at,
+      updated_at: row.o_updated_at,
+      deleted_at: null,
+    },
+  };
 }
 
 /** A user's effective role in a realm (see permissions.effectiveRealmRole). */
@@ -94,27 +121,32 @@ export async function realmRoleOf(
   userId: string,
   realm: { id: string; org_id: string },
 ): Promise<RealmRole | null> {
-  const orgRole = await orgRoleOf(hub, userId, realm.org_id);
-  if (orgRole === 'owner' || orgRole === 'admin') return 'admin';
+  // One round trip: the org role (source 'org') and the realm roles held directly or through groups.
+  const org = hub.db
+    .selectFrom('org_members')
+    .select((eb) => [sql<string>`'org'`.as('source'), eb.ref('role').$castTo<string>().as('role')])
+    .where('org_id', '=', realm.org_id)
+    .where('user_id', '=', userId);
   const direct = hub.db
     .selectFrom('realm_members')
-    .select('role')
+    .select((eb) => [sql<string>`'realm'`.as('source'), eb.ref('role').$castTo<string>().as('role')])
     .where('realm_id', '=', realm.id)
     .where('member_type', '=', 'user')
     .where('member_id', '=', userId);
   const viaGroups = hub.db
     .selectFrom('realm_members as rm')
     .innerJoin('group_members as gm', 'gm.group_id', 'rm.member_id')
-    .select('rm.role')
+    .select((eb) => [sql<string>`'realm'`.as('source'), eb.ref('rm.role').$castTo<string>().as('role')])
     .where('rm.realm_id', '=', realm.id)
     .where('rm.member_type', '=', 'group')
     .where('gm.user_id', '=', userId);
-  const rows = await direct.unionAll(viaGroups).execute();
+  const rows = await org.unionAll(direct).unionAll(viaGroups).execute();
+  const orgRole = (rows.find((r) => r.source === 'org')?.role ?? null) as OrgRole | null;
   // Realm roles only count for members of the org (a removed org member loses them).
-  if (orgRole === null && rows.length > 0) return null;
+  if (orgRole === null) return null;
   return effectiveRealmRole(
     orgRole,
-    rows.map((r) => r.role),
+    rows.filter((r) => r.source === 'realm').map((r) => r.role as RealmRole),
   );
 }
 
