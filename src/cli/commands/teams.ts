@@ -1,12 +1,8 @@
+import { addCatalogCommands, ORG_HELP } from '../catalog-commands.js';
 import { type CatalogRow, resolveCatalog, resolveDaemonRef } from '../catalog-refs.js';
 import type { Page } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
-import { usageError } from '../context.js';
-import { col, formatRecord, time } from '../output.js';
-import { looksLikeId, resolveOrgOption } from '../resolve.js';
-import { readCatalogFile } from './agents.js';
-
-const ORG_HELP = 'organization id or slug (default: your only organization)';
+import { col, time } from '../output.js';
 
 interface TeamRow extends CatalogRow {
   team_id: string;
@@ -31,98 +27,37 @@ interface InstallReply {
 export default defineCommand({
   summary: 'Teams: register, list, get, remove, install on daemons',
   register(cmd, ctx) {
-    cmd
-      .command('register')
-      .description('Register a team version from a definition file (YAML or JSON)')
-      .argument('<file>', 'the definition, e.g. ./team.yaml')
-      .option('--org <org>', ORG_HELP)
-      .option('--name <name>', 'overrides the definition name')
-      .option('--version <version>', 'overrides the definition version')
-      .option('--force', 'overwrite an existing registration of this version')
-      .action(
-        async (file: string, opts: { org?: string; name?: string; version?: string; force?: boolean }, c) => {
-          const s = session(ctx, c);
-          const definition = await readCatalogFile(ctx.cwd, file);
-          const orgId = await resolveOrgOption(s.client, opts.org, 'to register a team');
-          const reply = await s.client.call<{ data: TeamRow }>('teams/register', {
-            org_id: orgId,
-            definition,
-            ...(opts.name ? { name: opts.name } : {}),
-            ...(opts.version ? { version: opts.version } : {}),
-            ...(opts.force ? { force: true } : {}),
-          });
-          const t = reply.data;
-          s.print(reply, () => `Registered team ${t.name}@${t.version} (${t.id}).\n`);
-        },
-      );
-
-    withPaging(
-      cmd
-        .command('list')
-        .description("An organization's team versions, newest version first")
-        .option('--org <org>', ORG_HELP)
-        .option('--name <name>', 'only this team'),
-    ).action(async (opts: { org?: string; name?: string; limit?: number; cursor?: string }, c) => {
-      const s = session(ctx, c);
-      const orgId = await resolveOrgOption(s.client, opts.org, 'to list teams');
-      const reply = await s.client.call<Page<TeamRow>>('teams/list', {
-        org_id: orgId,
-        ...(opts.name ? { name: opts.name } : {}),
-        ...pageArgs(opts),
-      });
-      s.printPage(
-        reply,
-        [
-          col('ID', 'id'),
-          col('NAME', 'name'),
-          col('VERSION', 'version'),
-          col('PHASES', (t) => t.definition.phases.map((p) => p.name).join(', ')),
-          col('UPDATED', (t) => time(t.updated_at)),
-        ],
-        'No teams.',
-      );
+    addCatalogCommands<TeamRow>(cmd, ctx, {
+      ops: 'teams',
+      noun: 'team',
+      field: 'definition',
+      fileName: 'definition',
+      listDescription: "An organization's team versions, newest version first",
+      getDescription: 'Show a team version and its phases',
+      removeDescription: 'Remove a team version (refused while called by a team or installed)',
+      columns: [
+        col('ID', 'id'),
+        col('NAME', 'name'),
+        col('VERSION', 'version'),
+        col('PHASES', (t) => t.definition.phases.map((p) => p.name).join(', ')),
+        col('UPDATED', (t) => time(t.updated_at)),
+      ],
+      record: (t) => [
+        ['id', t.id],
+        ['team id', t.team_id],
+        ['name', t.name],
+        ['version', t.version],
+        ['description', t.description],
+        ...t.definition.phases.map(
+          (p, i) =>
+            [
+              `phase ${i + 1}`,
+              `${p.name}: ${p.agent ? `agent ${p.agent}` : `team ${p.team}`}${p.review ? ' (review)' : ''}`,
+            ] as const,
+        ),
+        ['updated', time(t.updated_at)],
+      ],
     });
-
-    cmd
-      .command('get')
-      .description('Show a team version and its phases')
-      .argument('<team>', 'team version id, or NAME[@VERSION] (default: newest)')
-      .option('--org <org>', ORG_HELP)
-      .action(async (ref: string, opts: { org?: string }, c) => {
-        const s = session(ctx, c);
-        const t = (await resolveCatalog(s.client, 'teams', ref, opts.org)) as TeamRow;
-        s.print({ ok: true, data: t }, () =>
-          formatRecord([
-            ['id', t.id],
-            ['team id', t.team_id],
-            ['name', t.name],
-            ['version', t.version],
-            ['description', t.description],
-            ...t.definition.phases.map(
-              (p, i) =>
-                [
-                  `phase ${i + 1}`,
-                  `${p.name}: ${p.agent ? `agent ${p.agent}` : `team ${p.team}`}${p.review ? ' (review)' : ''}`,
-                ] as const,
-            ),
-            ['updated', time(t.updated_at)],
-          ]),
-        );
-      });
-
-    cmd
-      .command('remove')
-      .description('Remove a team version (refused while called by a team or installed)')
-      .argument('<team>', 'team version id, or NAME@VERSION')
-      .option('--org <org>', ORG_HELP)
-      .action(async (ref: string, opts: { org?: string }, c) => {
-        const s = session(ctx, c);
-        if (!looksLikeId(ref) && !ref.includes('@'))
-          throw usageError('name the version to remove: NAME@VERSION');
-        const t = await resolveCatalog(s.client, 'teams', ref, opts.org);
-        const reply = await s.client.call('teams/remove', { id: t.id });
-        s.print(reply, () => `Removed team ${t.name}@${t.version}.\n`);
-      });
 
     for (const verb of ['install', 'uninstall'] as const) {
       cmd
