@@ -237,16 +237,61 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ published: 
     assert.equal((await h.ok('reviews/get', { id: review.id })).data.state, 'cancelled');
   });
 
-  it('delivers a verdict sent while the daemon is down once, also across hub and daemon restarts', async () => {
-    const hub = () => h.running.hub;
-    const runId = await newRun('reviewed');
-    const review = await openReviewOf(runId);
+  /** Stops the daemon and waits until the hub has seen it go. */
+  async function stopDaemon() {
     await d.close();
     const deadline = Date.now() + 10_000;
     while ((await h.ok('daemons/get', { id: w.daemonId })).data.status !== 'offline') {
       assert.ok(Date.now() < deadline, 'the hub never saw the daemon go');
       await new Promise((r) => setTimeout(r, 25));
     }
+  }
+
+  it('a run waiting for a review phase waits again after a daemon restart; the phase does not run twice', async () => {
+    const hub = () => h.running.hub;
+    // The verdict arrives through the outbox after the restart.
+    const first = await newRun('reviewed');
+    const r1 = await openReviewOf(first);
+    await waitForLog(first, `waiting for a review of phase draft (review ${r1.id}`);
+    await stopDaemon();
+    await submit(r1.id, 'approve', 'while you were out');
+    d = await start();
+    const done1 = await waitForRun(h, first, ended);
+    assert.equal(done1.state, 'succeeded', JSON.stringify(done1));
+    assert.equal(done1.outputs.publish.published, 'A draft about otters');
+    let logs = await logsOf(first);
+    assert.equal(logs.filter((t) => t.startsWith('drafting')).length, 1, JSON.stringify(logs));
+    assert.ok(logs.some((t) => t.includes(`waiting again for review ${r1.id}`)));
+
+    // The verdict was read before the stop (here: its command is gone from the outbox): the runner
+    // finds it in the run's history.
+    const second = await newRun('reviewed');
+    const r2 = await openReviewOf(second);
+    await stopDaemon();
+    await submit(r2.id, 'approve', 'read before the restart');
+    await hub()
+      .db.deleteFrom('command_outbox')
+      .where('path', '=', 'hug/deliver')
+      .where('daemon_id', '=', w.daemonId)
+      .where('status', '=', 'pending')
+      .execute();
+    d = await start();
+    const done2 = await waitForRun(h, second, ended);
+    assert.equal(done2.state, 'succeeded', JSON.stringify(done2));
+    logs = await logsOf(second);
+    assert.equal(logs.filter((t) => t.startsWith('drafting')).length, 1, JSON.stringify(logs));
+    assert.ok(
+      logs.some((t) => t.includes("read from the run's history")),
+      JSON.stringify(logs),
+    );
+  });
+
+  it('delivers a verdict sent while the daemon is down once, also across hub and daemon restarts', async () => {
+    const hub = () => h.running.hub;
+    // An agent's own review: the queue is read by the agent, not the runner.
+    const runId = await newRun('asking');
+    const review = await openReviewOf(runId);
+    await stopDaemon();
     await submit(review.id, 'approve', 'while you were out');
     const row = await hub()
       .db.selectFrom('command_outbox')

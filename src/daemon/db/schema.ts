@@ -71,6 +71,12 @@ export interface ActiveRunsTable {
   lease_epoch: number;
   phase: string | null;
   started_at: number;
+  /** The `runs/execute` body (JSON), so a run waiting for a review can wait again after a restart. */
+  body: string | null;
+  /** The review a `review: true` phase waits for, while it waits. */
+  review_id: string | null;
+  /** `{outputs, phase_outputs}` (JSON) of the run when it started waiting. */
+  review_state: string | null;
 }
 
 export interface DaemonDB {

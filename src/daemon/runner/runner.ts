@@ -64,6 +64,25 @@ interface ActiveRun {
   done: Promise<void>;
 }
 
+/** A history entry of `runs/get_by_id`, as far as the runner reads it. */
+interface HistoryEntry {
+  type: string;
+  phase?: string | null;
+  data?: Record<string, unknown> | null;
+}
+
+/** A `review: true` phase that waits for its verdict again after a restart of this daemon. */
+interface ReviewWait {
+  phase: string;
+  reviewId: string;
+  round: number;
+  /** The outputs of the phases before it, and its own. */
+  outputs: Record<string, unknown>;
+  phaseOutputs: unknown;
+  /** The verdict, when the hub's history already has it (it may have been read before the restart). */
+  known: ReviewMessagePayload | null;
+}
+
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'terminated', 'lost']);
 
 /** A review's summary: the phase's `summary` output when it is a string, else its outputs as JSON. */
@@ -85,6 +104,7 @@ export class Runner {
   private readonly childWaiters = new Map<string, (r: ChildResult) => void>();
   private readonly childResults = new Map<string, ChildResult>();
   private closing = false;
+  private recovering: Promise<number> | null = null;
   /** `hug/deliver` notifies it; a run waiting for a verdict on a `review: true` phase listens. */
   readonly hugInbox = new HugInbox();
 
@@ -111,18 +131,24 @@ export class Runner {
     const existing = this.runs.get(body.run_id);
     if (existing && existing.epoch >= body.lease_epoch) return { accepted: true, already_running: true };
     if (existing) this.stopLocally(existing, true);
+    const stored = {
+      lease_epoch: body.lease_epoch,
+      phase: body.start_phase,
+      body: JSON.stringify(body),
+      review_id: null,
+      review_state: null,
+    };
     await this.opts.db
       .insertInto('active_runs')
-      .values({
-        run_id: body.run_id,
-        lease_epoch: body.lease_epoch,
-        phase: body.start_phase,
-        started_at: this.opts.now(),
-      })
-      .onConflict((oc) =>
-        oc.column('run_id').doUpdateSet({ lease_epoch: body.lease_epoch, phase: body.start_phase }),
-      )
+      .values({ run_id: body.run_id, started_at: this.opts.now(), ...stored })
+      .onConflict((oc) => oc.column('run_id').doUpdateSet(stored))
       .execute();
+    this.launch(body, null);
+    return { accepted: true, already_running: false };
+  }
+
+  /** Starts driving a run here: lease renewal, log uploads, and its phases (or its review wait). */
+  private launch(body: ExecuteRunBody, resume: ReviewWait | null): void {
     const run: ActiveRun = {
       id: body.run_id,
       epoch: body.lease_epoch,
@@ -143,8 +169,7 @@ export class Runner {
     const flush = setInterval(() => void this.flushLogs(run), this.opts.logFlushMs ?? 200);
     flush.unref();
     run.timers.push(renew, flush);
-    run.done = this.drive(run, body).finally(() => this.finish(run));
-    return { accepted: true, already_running: false };
+    run.done = this.drive(run, body, resume).finally(() => this.finish(run));
   }
 
   /** `runs/cancel`: stops the run's processes and reports `cancelled` (also for a run not running here). */
@@ -182,13 +207,27 @@ export class Runner {
 
   /**
    * Runs that were executing when this daemon stopped (their rows are still here) are reported
-   * `failed` with a clear error. Rows stay when the hub cannot be reached, for the next attempt.
+   * `failed` with a clear error, but for a run that waited for the review of a `review: true`
+   * phase: it waits again (see reattach). Rows stay when the hub cannot be reached, for the next
+   * attempt. Calls made while one is in progress share it.
    */
-  async recover(): Promise<number> {
+  recover(): Promise<number> {
+    this.recovering ??= this.recoverOnce().finally(() => {
+      this.recovering = null;
+    });
+    return this.recovering;
+  }
+
+  private async recoverOnce(): Promise<number> {
     const rows = await this.opts.db.selectFrom('active_runs').selectAll().execute();
     let reported = 0;
     for (const row of rows) {
       if (this.runs.has(row.run_id)) continue;
+      const waiting = await this.reattach(row).catch((err) => {
+        this.opts.log.warn({ err, run_id: row.run_id }, 'could not check a run that waited for a review');
+        return 'unknown' as const;
+      });
+      if (waiting === 'reattached' || waiting === 'unknown') continue;
       try {
         await this.opts.hub.call('runs/report', {
           run_id: row.run_id,
@@ -207,6 +246,68 @@ export class Runner {
       await this.opts.db.deleteFrom('active_runs').where('run_id', '=', row.run_id).execute();
     }
     return reported;
+  }
+
+  /**
+   * A run that waited for the review of a `review: true` phase when this daemon stopped waits again
+   * (its agent had finished): when the hub still has it under the same lease epoch, it is launched
+   * again at that review. 'failed' means: report it failed like any interrupted run.
+   */
+  private async reattach(row: {
+    run_id: string;
+    lease_epoch: number;
+    body: string | null;
+    review_id: string | null;
+    review_state: string | null;
+    phase: string | null;
+  }): Promise<'reattached' | 'failed' | 'unknown'> {
+    if (!row.body || !row.review_state || !row.phase || this.closing) return 'failed';
+    let hubRun: { state: string; history?: HistoryEntry[] };
+    try {
+      hubRun = await this.opts.hub.call('runs/get_by_id', { run_id: row.run_id, with_history: true });
+    } catch (err) {
+      if (err instanceof HubRefusedError) return 'failed';
+      return 'unknown';
+    }
+    // A stale epoch (the run went to another daemon meanwhile) is fenced by the first report.
+    if (TERMINAL.has(hubRun.state)) return 'failed';
+    const state = JSON.parse(row.review_state) as {
+      outputs: Record<string, unknown>;
+      phase_outputs: unknown;
+      round: number | null;
+    };
+    const history = hubRun.history ?? [];
+    // Stopped between the request and noting its id: the phase's newest review is the one.
+    const requested = history.filter((h) => h.type === 'review.requested' && h.data?.kind === 'phase');
+    const last = requested.reverse().find((h) => h.data?.review_id && h.phase === row.phase);
+    const reviewId = row.review_id ?? (last?.data?.review_id as string | undefined);
+    if (!reviewId) return 'failed';
+    const round = state.round ?? (last?.data?.round as number | undefined) ?? 1;
+    const decided = history.find(
+      (h) =>
+        h.type === 'review.submitted' &&
+        h.data?.review_id === reviewId &&
+        (h.data?.action === 'approve' || h.data?.action === 'request_changes'),
+    );
+    const known: ReviewMessagePayload | null = decided
+      ? {
+          action: decided.data!.action as 'approve' | 'request_changes',
+          comment: (decided.data!.comment as string | null) ?? null,
+          actor: null,
+          review_id: reviewId,
+          round,
+          run_continues: true,
+        }
+      : null;
+    this.launch(JSON.parse(row.body) as ExecuteRunBody, {
+      phase: row.phase,
+      reviewId,
+      round,
+      outputs: state.outputs,
+      phaseOutputs: state.phase_outputs,
+      known,
+    });
+    return 'reattached';
   }
 
   /** Kills every agent at once and stops reporting; rows stay so the next start reports them. */
@@ -289,16 +390,20 @@ export class Runner {
     return run.flushing;
   }
 
-  private async drive(run: ActiveRun, body: ExecuteRunBody): Promise<void> {
+  private async drive(run: ActiveRun, body: ExecuteRunBody, resume: ReviewWait | null): Promise<void> {
     const phases = body.team.phases;
-    const from = body.start_phase
+    const start = resume?.phase ?? body.start_phase;
+    const from = start
       ? Math.max(
           0,
-          phases.findIndex((p) => p.name === body.start_phase),
+          phases.findIndex((p) => p.name === start),
         )
       : 0;
-    const outputs: Record<string, unknown> = { ...body.outputs };
+    const outputs: Record<string, unknown> = { ...(resume?.outputs ?? body.outputs) };
+    // After a restart, the first phase's agent has run already: wait for its verdict again.
+    let waitAgain = resume;
     try {
+      // A retried `started` of this epoch changes nothing on the hub (also for a run that waits).
       await this.report(run, 'started');
       for (const phase of phases.slice(from)) {
         if (run.cancelled || run.fenced) break;
@@ -312,14 +417,38 @@ export class Runner {
         let review: Record<string, unknown> | null = null;
         let r: Awaited<ReturnType<Runner['runAgentPhase']>>;
         for (;;) {
-          const extra = review ? { review } : {};
-          r = phase.team_version_id
-            ? await this.runTeamPhase(run, body, phase, outputs, extra)
-            : await this.runAgentPhase(run, body, phase, outputs, extra);
-          await this.flushLogs(run);
-          if (run.cancelled || run.fenced || !r.ok || phase.review !== true || phase.team_version_id) break;
-          const verdict = await this.reviewPhase(run, phase, r.outputs);
+          let verdict: ReviewMessagePayload | null;
+          if (waitAgain) {
+            r = { ok: true, outputs: waitAgain.phaseOutputs };
+            this.systemLine(
+              run,
+              phase.name,
+              `waiting again for review ${waitAgain.reviewId} after a restart`,
+            );
+            verdict = await this.awaitVerdict(
+              run,
+              phase,
+              waitAgain.reviewId,
+              waitAgain.round,
+              waitAgain.known,
+            );
+            waitAgain = null;
+          } else {
+            const extra = review ? { review } : {};
+            r = phase.team_version_id
+              ? await this.runTeamPhase(run, body, phase, outputs, extra)
+              : await this.runAgentPhase(run, body, phase, outputs, extra);
+            await this.flushLogs(run);
+            if (run.cancelled || run.fenced || !r.ok || phase.review !== true || phase.team_version_id) break;
+            verdict = await this.reviewPhase(run, phase, outputs, r.outputs);
+          }
           if (verdict === null) break; // the wait was stopped (cancel, fencing, daemon stopping)
+          await this.opts.db
+            .updateTable('active_runs')
+            .set({ review_id: null, review_state: null })
+            .where('run_id', '=', run.id)
+            .where('lease_epoch', '=', run.epoch)
+            .execute();
           if (verdict.action === 'approve' && verdict.run_continues) break;
           if (verdict.action === 'request_changes' && verdict.run_continues) {
             review = { action: verdict.action, comment: verdict.comment, round: verdict.round };
@@ -367,27 +496,66 @@ export class Runner {
    * for its verdict, which the hub delivers through `hug/deliver`. Comments go to the run's logs.
    * Null when the wait was stopped (cancel, fencing, the daemon stopping).
    */
+  private systemLine(run: ActiveRun, phase: string, text: string): void {
+    run.logs.push({ stream: 'system', text, phase, at: this.opts.now() });
+  }
+
+  /**
+   * After a `review: true` phase: asks the hub for a review (the run awaits input there), notes it in
+   * `active_runs` (so a restart waits again rather than failing the run) and waits for the verdict.
+   */
   private async reviewPhase(
     run: ActiveRun,
     phase: RunPhase,
-    outputs: unknown,
+    outputs: Record<string, unknown>,
+    phaseOutputs: unknown,
   ): Promise<ReviewMessagePayload | null> {
+    // Noted before the request, so a stop right after it still finds the review (by the history).
+    const note = (set: { review_id: string | null; review_state: string }) =>
+      this.opts.db
+        .updateTable('active_runs')
+        .set(set)
+        .where('run_id', '=', run.id)
+        .where('lease_epoch', '=', run.epoch)
+        .execute();
+    const state = (round: number | null) =>
+      JSON.stringify({ outputs, phase_outputs: phaseOutputs ?? {}, round });
+    await note({ review_id: null, review_state: state(null) });
     const review = await this.call<{ id: string; round: number }>(run, 'reviews/request', {
       run_id: run.id,
       lease_epoch: run.epoch,
       phase: phase.name,
-      summary: reviewSummary(outputs),
+      summary: reviewSummary(phaseOutputs),
       kind: 'phase',
     });
-    const line = (text: string) =>
-      run.logs.push({ stream: 'system', text, phase: phase.name, at: this.opts.now() });
-    line(`waiting for a review of phase ${phase.name} (review ${review.id}, round ${review.round})`);
+    await note({ review_id: review.id, review_state: state(review.round) });
+    this.systemLine(
+      run,
+      phase.name,
+      `waiting for a review of phase ${phase.name} (review ${review.id}, round ${review.round})`,
+    );
+    return this.awaitVerdict(run, phase, review.id, review.round, null);
+  }
+
+  /**
+   * Waits for the verdict of a review, which the hub delivers through `hug/deliver`; comments go to
+   * the run's logs. `known`: the verdict is known already (the hub's history), the queue is drained.
+   * Null when the wait was stopped (cancel, fencing, the daemon stopping).
+   */
+  private async awaitVerdict(
+    run: ActiveRun,
+    phase: RunPhase,
+    reviewId: string,
+    round: number,
+    known: ReviewMessagePayload | null,
+  ): Promise<ReviewMessagePayload | null> {
+    const line = (text: string) => this.systemLine(run, phase.name, text);
     const inbox = this.hugInbox;
-    inbox.watch(review.id);
+    inbox.watch(reviewId);
     try {
       for (;;) {
         if (run.abort.signal.aborted || this.closing) return null;
-        const entries = await this.opts.db.transaction().execute((trx) => takeHugMessages(trx, review.id));
+        const entries = await this.opts.db.transaction().execute((trx) => takeHugMessages(trx, reviewId));
         for (const e of entries) {
           const p = e.payload as Partial<ReviewMessagePayload>;
           if (e.type === 'verdict') {
@@ -398,17 +566,23 @@ export class Runner {
               action: p.action ?? 'reject',
               comment: p.comment ?? null,
               actor: p.actor ?? null,
-              review_id: review.id,
-              round: p.round ?? review.round,
+              review_id: reviewId,
+              round: p.round ?? round,
               run_continues: p.run_continues === true,
             };
           }
           line(`review comment${p.actor ? ` by ${p.actor}` : ''}: ${p.comment ?? ''}`);
         }
-        await inbox.next(review.id, run.abort.signal, 5_000);
+        if (known) {
+          line(
+            `review ${known.action} (read from the run's history)${known.comment ? `: ${known.comment}` : ''}`,
+          );
+          return known;
+        }
+        await inbox.next(reviewId, run.abort.signal, 5_000);
       }
     } finally {
-      inbox.unwatch(review.id);
+      inbox.unwatch(reviewId);
     }
   }
 
