@@ -158,18 +158,25 @@ async function deliver(s: TunnelState, conn: Conn): Promise<void> {
       Math.max(conn.openedAt, at - config.outboxResendMs),
       BATCH,
     );
-    const sent: string[] = [];
+    const frames: string[] = [];
     for (const row of rows) {
-      if (conn.closed) break;
       const { token } = await signDispatch(s.keys, conn.daemonId, at, config.dispatchTokenTtlMs);
       // The body is stored as JSON already: splice it in rather than parse and re-serialise.
-      sendFrame(
-        conn,
+      frames.push(
         `{"type":"command","tx_id":${JSON.stringify(row.tx_id)},"path":${JSON.stringify(row.path)},"body":${row.body},"token":${JSON.stringify(token)}}`,
       );
-      sent.push(row.tx_id);
     }
-    await markSent(db, sent, at);
+    // The attempt is counted before the frames leave, so a process killed right after sending has
+    // recorded it. A frame counted but not sent (the socket closed) goes out on the next connection.
+    await markSent(
+      db,
+      rows.map((r) => r.tx_id),
+      at,
+    );
+    for (const frame of frames) {
+      if (conn.closed) break;
+      sendFrame(conn, frame);
+    }
     if (rows.length === BATCH) conn.dirty = true;
   } while (conn.dirty && !conn.closed);
 }

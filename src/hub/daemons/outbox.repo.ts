@@ -84,10 +84,7 @@ export function pendingCommands(
     .execute();
 }
 
-/**
- * Counts a delivery. Also for a command already acked: a fast daemon's ack can be recorded before
- * this write, and the count must still show the attempt.
- */
+/** Counts a delivery attempt; written before the frames are sent (see connection.ts deliver). */
 export async function markSent(db: Kysely<DB>, txIds: string[], now: number): Promise<void> {
   if (txIds.length === 0) return;
   await db
