@@ -1,34 +1,10 @@
 /** The hub API's shapes as the console reads them (docs/api.md). Only the fields the console uses. */
 
-export type RunState =
-  | 'queued'
-  | 'offered'
-  | 'running'
-  | 'awaiting_input'
-  | 'succeeded'
-  | 'failed'
-  | 'cancelled'
-  | 'terminated'
-  | 'lost';
+// The run states and the terminal ones are the hub's own table (a pure module, bundled as is).
+import { RUN_STATES, type RunState, TERMINAL } from '../hub/runs/state.js';
 
-export const RUN_STATES: readonly RunState[] = [
-  'queued',
-  'offered',
-  'running',
-  'awaiting_input',
-  'succeeded',
-  'failed',
-  'cancelled',
-  'terminated',
-  'lost',
-];
-
-export const TERMINAL_STATES: ReadonlySet<string> = new Set([
-  'succeeded',
-  'failed',
-  'cancelled',
-  'terminated',
-]);
+export { RUN_STATES, type RunState };
+export const TERMINAL_STATES: ReadonlySet<string> = TERMINAL;
 
 export type RealmRole = 'member' | 'operator' | 'admin';
 

@@ -17,7 +17,7 @@ export function RunsPage({ state, team }: { state: string | null; team: string |
   const [cursors, setCursors] = useState<string[]>([]);
   const [cursor, setCursor] = useState<string | null>(null);
   const realmId = realm?.id ?? null;
-  const validState = state && (RUN_STATES as string[]).includes(state) ? (state as RunState) : null;
+  const validState = state && (RUN_STATES as readonly string[]).includes(state) ? (state as RunState) : null;
   // Another realm or filter starts at the newest page again.
   useEffect(() => {
     setCursors([]);

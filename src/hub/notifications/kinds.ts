@@ -29,17 +29,7 @@ export const EVENT_KINDS = [
 export type EventKind = (typeof EVENT_KINDS)[number];
 
 /** Run states a rule's `filter.state` may name (the final state of `run.ended`, or a run's state). */
-export const RUN_STATES = [
-  'queued',
-  'offered',
-  'running',
-  'awaiting_input',
-  'succeeded',
-  'failed',
-  'cancelled',
-  'terminated',
-  'lost',
-] as const;
+export { RUN_STATES } from '../runs/state.js';
 
 export const DESTINATION_TYPES = ['webhook', 'slack', 'discord'] as const;
 export type DestinationType = (typeof DESTINATION_TYPES)[number];
