@@ -4,10 +4,10 @@ import { type AppError, conflict, notFound } from '../../shared/errors.js';
 import { requireRealm, requireUser } from '../access/access.service.js';
 import type { Hub } from '../context.js';
 import { awaitCommand } from '../daemons/await-command.js';
-import { loadLiveDaemon } from '../daemons/daemons.repo.js';
+import { loadLiveDaemon, realmOfScope } from '../daemons/daemons.repo.js';
 import { enqueueCommand } from '../daemons/outbox.repo.js';
 import { cursor, id, limit, type OpContext, op } from '../http/op.js';
-import { decodeCursor, pageOf } from '../http/paging.js';
+import { keysetPage } from '../http/paging.js';
 import { buildInstallBundle, installOut, settleInstalls } from './installs.service.js';
 
 function loadInstall(hub: Hub, daemonId: string, teamVersionId: string) {
@@ -138,23 +138,17 @@ export const installOps = [
     summary: 'Team installations of a daemon, or of every daemon of a realm (confirmed and pending).',
     input: z.union([z.object({ daemon_id: id, limit, cursor }), z.object({ realm_id: id, limit, cursor })]),
     async handler(ctx, input) {
-      const user = requireUser(ctx.actor);
-      const realmId =
-        'daemon_id' in input ? (await loadLiveDaemon(ctx, input.daemon_id)).realm_id : input.realm_id;
-      await requireRealm(ctx, user, realmId, 'runs.view');
+      const realmId = await realmOfScope(ctx, ctx.actor, input);
       const filter = 'daemon_id' in input ? { daemonId: input.daemon_id } : { realmId };
       await settleInstalls(ctx, filter);
-      const after = decodeCursor(input.cursor);
-      const rows = await ctx.db
-        .selectFrom('team_installs')
-        .selectAll()
-        .$if('daemon_id' in input, (q) => q.where('daemon_id', '=', filter.daemonId!))
-        .$if(!('daemon_id' in input), (q) => q.where('realm_id', '=', realmId))
-        .$if(after !== null, (q) => q.where('id', '>', after!))
-        .orderBy('id')
-        .limit(input.limit + 1)
-        .execute();
-      const page = pageOf(rows, input.limit, (r) => r.id);
+      const page = await keysetPage(
+        ctx.db
+          .selectFrom('team_installs')
+          .selectAll()
+          .$if('daemon_id' in input, (q) => q.where('daemon_id', '=', filter.daemonId!))
+          .$if(!('daemon_id' in input), (q) => q.where('realm_id', '=', realmId)),
+        input,
+      );
       return { data: page.data.map(installOut), next_cursor: page.next_cursor };
     },
   }),

@@ -1,5 +1,7 @@
 import type { DaemonsTable } from '../../db/schema.js';
 import { notFound } from '../../shared/errors.js';
+import { requireRealm, requireUser } from '../access/access.service.js';
+import type { Actor } from '../access/actor.js';
 import type { Hub } from '../context.js';
 
 export const daemonOut = (d: DaemonsTable) => ({
@@ -21,4 +23,20 @@ export async function loadLiveDaemon(hub: Pick<Hub, 'db'>, daemonId: string): Pr
     .executeTakeFirst();
   if (!d) throw notFound('daemon');
   return d;
+}
+
+/**
+ * The realm of a list scoped by `{daemon_id}` or `{realm_id}` (workspaces, installs), once the
+ * caller holds `runs.view` there.
+ */
+export async function realmOfScope(
+  hub: Hub,
+  actor: Actor | null,
+  scope: { daemon_id: string } | { realm_id: string },
+): Promise<string> {
+  const user = requireUser(actor);
+  const realmId =
+    'daemon_id' in scope ? (await loadLiveDaemon(hub, scope.daemon_id)).realm_id : scope.realm_id;
+  await requireRealm(hub, user, realmId, 'runs.view');
+  return realmId;
 }

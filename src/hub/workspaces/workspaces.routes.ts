@@ -8,11 +8,11 @@ import type { Actor } from '../access/actor.js';
 import { settleInstalls } from '../catalog/installs.service.js';
 import type { Hub } from '../context.js';
 import { awaitCommand, daemonOnline, withdrawCommand } from '../daemons/await-command.js';
-import { loadLiveDaemon } from '../daemons/daemons.repo.js';
+import { loadLiveDaemon, realmOfScope } from '../daemons/daemons.repo.js';
 import { enqueueCommand } from '../daemons/outbox.repo.js';
 import { sendCommand } from '../daemons/outbox.service.js';
 import { cursor, id, limit, op } from '../http/op.js';
-import { decodeCursor, pageOf } from '../http/paging.js';
+import { keysetPage } from '../http/paging.js';
 import { acceptedPath, normalizeWorkspacePath, workspaceOut } from './workspaces.service.js';
 
 const wsPath = z.string().min(1, 'must not be empty').max(4096);
@@ -125,23 +125,17 @@ export const workspaceOps = [
     summary: "A realm's or a daemon's workspaces.",
     input: z.union([z.object({ realm_id: id, limit, cursor }), z.object({ daemon_id: id, limit, cursor })]),
     async handler(ctx, input) {
-      const user = requireUser(ctx.actor);
-      const realmId =
-        'daemon_id' in input ? (await loadLiveDaemon(ctx, input.daemon_id)).realm_id : input.realm_id;
-      await requireRealm(ctx, user, realmId, 'runs.view');
-      const after = decodeCursor(input.cursor);
-      const rows = await ctx.db
-        .selectFrom('workspaces')
-        .selectAll()
-        .$if('daemon_id' in input, (q) =>
-          q.where('daemon_id', '=', (input as { daemon_id: string }).daemon_id),
-        )
-        .$if(!('daemon_id' in input), (q) => q.where('realm_id', '=', realmId))
-        .$if(after !== null, (q) => q.where('id', '>', after!))
-        .orderBy('id')
-        .limit(input.limit + 1)
-        .execute();
-      const page = pageOf(rows, input.limit, (r) => r.id);
+      const realmId = await realmOfScope(ctx, ctx.actor, input);
+      const page = await keysetPage(
+        ctx.db
+          .selectFrom('workspaces')
+          .selectAll()
+          .$if('daemon_id' in input, (q) =>
+            q.where('daemon_id', '=', (input as { daemon_id: string }).daemon_id),
+          )
+          .$if(!('daemon_id' in input), (q) => q.where('realm_id', '=', realmId)),
+        input,
+      );
       return { data: page.data.map(workspaceOut), next_cursor: page.next_cursor };
     },
   }),
