@@ -25,6 +25,8 @@ export interface TestHub {
    * token), as a redeploy would; `running` and `url` then point at the new process.
    */
   restart(): Promise<void>;
+  /** Starts another hub process on the same database and admin token (a second replica). */
+  startAnother(opts?: Partial<StartHubOptions>): Promise<RunningHub>;
   close(): Promise<void>;
 }
 
@@ -49,14 +51,15 @@ export async function post(url: string, body: unknown, token?: string | null): P
 export async function startTestHub(opts: Partial<StartHubOptions> = {}): Promise<TestHub> {
   const db = testDatabase();
   const adminToken = mintToken('user');
-  const start = () =>
+  const startOn = (more: Partial<StartHubOptions>) =>
     startHub({
       databaseUrl: db.url,
       ...(db.schema ? { schema: db.schema } : {}),
       adminToken,
       log: createLogger('hub', process.env.SVC_TEST_LOG ?? 'silent'),
-      ...opts,
+      ...more,
     });
+  const start = () => startOn(opts);
   const running = await start();
   const call = (op: string, body?: unknown, token: string | null = adminToken) =>
     post(`${h.url}/v1/${op}`, body, token);
@@ -76,6 +79,7 @@ export async function startTestHub(opts: Partial<StartHubOptions> = {}): Promise
       h.running = await start();
       h.url = h.running.url;
     },
+    startAnother: (more = {}) => startOn(more),
     async close() {
       await h.running.close();
       await db.cleanup();

@@ -9,8 +9,7 @@ import type { RunningDaemon } from '../../src/daemon/main.js';
 import { migrate, openDatabase } from '../../src/db/index.js';
 import { loadCommand } from '../../src/hub/daemons/outbox.repo.js';
 import { sendCommand } from '../../src/hub/daemons/outbox.service.js';
-import { type RunningHub, startHub } from '../../src/hub/server.js';
-import { createLogger } from '../../src/shared/logger.js';
+import type { RunningHub } from '../../src/hub/server.js';
 import { PG_URL, TEST_DB, testDatabase } from '../helpers/db.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { connectDaemon, type TunnelClient } from '../helpers/tunnel-client.js';
@@ -41,13 +40,7 @@ describe('two hub processes on one database: the cluster bus', {
 
   before(async () => {
     h = await startTestHub({ config: SLOW_SCAN });
-    second = await startHub({
-      databaseUrl: h.database.url,
-      ...(h.database.schema ? { schema: h.database.schema } : {}),
-      adminToken: h.adminToken,
-      log: createLogger('hub', process.env.SVC_TEST_LOG ?? 'silent'),
-      config: SLOW_SCAN,
-    });
+    second = await h.startAnother({ config: SLOW_SCAN });
     w = await buildWorld(h);
   });
   afterEach(async () => {

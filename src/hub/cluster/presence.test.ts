@@ -5,9 +5,8 @@ import { TEST_DB } from '../../../test/helpers/db.js';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { connectDaemon } from '../../../test/helpers/tunnel-client.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
-import { createLogger } from '../../shared/logger.js';
 import type { Hub } from '../context.js';
-import { type RunningHub, startHub } from '../server.js';
+import type { RunningHub } from '../server.js';
 import { reapStaleInstances } from './presence.js';
 
 /** Waits for a condition on the database (no event exists for another process's write). */
@@ -30,14 +29,8 @@ describe('hub presence: the daemons of a hub process that died go offline', () =
   before(async () => {
     h = await startTestHub({ config: { instanceHeartbeatMs: 50, instanceStaleMs: 1_000 } });
     if (TEST_DB === 'postgres') {
-      second = await startHub({
-        databaseUrl: h.database.url,
-        ...(h.database.schema ? { schema: h.database.schema } : {}),
-        adminToken: h.adminToken,
-        log: createLogger('hub', 'silent'),
-        // Its timers are off: the test drives its pass.
-        config: { instanceHeartbeatMs: 3_600_000, instanceStaleMs: 1_000 },
-      });
+      // Its timers are off: the test drives its pass.
+      second = await h.startAnother({ config: { instanceHeartbeatMs: 3_600_000, instanceStaleMs: 1_000 } });
     }
     w = await buildWorld(h);
   });

@@ -6,9 +6,8 @@ import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
-import { createLogger } from '../../shared/logger.js';
 import type { OfferJobBody } from '../daemons/queue.service.js';
-import { type RunningHub, startHub } from '../server.js';
+import type { RunningHub } from '../server.js';
 import { redispatchRuns } from './runs.redispatch.js';
 
 describe('re-dispatch: runs that dispatch left waiting go back to it', () => {
@@ -157,13 +156,7 @@ describe('re-dispatch with two hub processes passing at once', () => {
     const config = { runRedispatchMs: 3_600_000, offerTimeoutMs: 1_000 };
     h = await startTestHub({ config });
     if (TEST_DB === 'postgres') {
-      second = await startHub({
-        databaseUrl: h.database.url,
-        ...(h.database.schema ? { schema: h.database.schema } : {}),
-        adminToken: h.adminToken,
-        log: createLogger('hub', 'silent'),
-        config,
-      });
+      second = await h.startAnother({ config });
     }
     w = await buildWorld(h);
     await registerAgent(h, w.orgId, 'noop', 'noop.js');

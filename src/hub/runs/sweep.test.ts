@@ -4,8 +4,7 @@ import { TEST_DB } from '../../../test/helpers/db.js';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
-import { createLogger } from '../../shared/logger.js';
-import { type RunningHub, startHub } from '../server.js';
+import type { RunningHub } from '../server.js';
 import { sweepLeases } from './runs.daemon.js';
 
 // Several hub processes share one database only on PostgreSQL; SQLite is one process by design.
@@ -19,13 +18,7 @@ describe('lease sweeper with two hub processes on one database', {
     // Timers effectively off: the test drives both sweepers itself, at the same moment.
     const config = { runSweepMs: 3_600_000 };
     h = await startTestHub({ config });
-    second = await startHub({
-      databaseUrl: h.database.url,
-      ...(h.database.schema ? { schema: h.database.schema } : {}),
-      adminToken: h.adminToken,
-      log: createLogger('hub', 'silent'),
-      config,
-    });
+    second = await h.startAnother({ config });
     w = await buildWorld(h);
     await registerAgent(h, w.orgId, 'noop', 'noop.js');
     await registerTeam(h, w.orgId, 'solo', [{ name: 'only', agent: 'noop' }]);
