@@ -1,6 +1,6 @@
 /**
  * Which run controls the page offers, from what the API says: the caller's realm role (`realms/get`
- * → `my_role`, the same table as src/hub/access/permissions.ts) and the run (`state`,
+ * → `my_role`, the same table as src/shared/permissions.ts) and the run (`state`,
  * `pending_control`, `force_terminate`). The hub decides again on every call; this only keeps the
  * page from offering what would be refused. Unit-tested in permissions.test.ts.
  */

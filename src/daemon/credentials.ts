@@ -52,21 +52,25 @@ export function createCredentialChecker(deps: CredentialDeps): CredentialChecker
     }
   }
 
-  async function dispatchTokenValid(token: string): Promise<boolean> {
+  /** The holder of a valid dispatch token: the hub, a user id, or null when it does not verify. */
+  async function dispatchHolder(token: string): Promise<{ userId: string | null } | null> {
     const key = deps.identity.dispatchKey;
     const aud = deps.identity.daemonId;
-    if (!key || !aud) return false;
+    if (!key || !aud) return null;
     try {
-      await jwtVerify(token, key, {
+      const { payload } = await jwtVerify(token, key, {
         audience: aud,
         algorithms: ['EdDSA', 'Ed25519', 'ES256'],
-        requiredClaims: ['exp'],
+        requiredClaims: ['exp', 'sub'],
         currentDate: new Date(deps.now()),
       });
-      return true;
+      // Fail closed: a token that names no holder carries no authority.
+      if (payload.svc_holder === 'hub') return { userId: null };
+      if (payload.svc_holder === 'user' && payload.sub) return { userId: payload.sub };
+      return null;
     } catch (err) {
       if (!(err instanceof joseErrors.JOSEError)) deps.log.warn({ err }, 'dispatch token check failed');
-      return false;
+      return null;
     }
   }
 
@@ -84,10 +88,14 @@ export function createCredentialChecker(deps: CredentialDeps): CredentialChecker
       const userId = await userOf(token);
       if (userId === 'unreachable') return { kind: 'unverifiable' };
       if (userId === null) return { kind: 'invalid' };
-      return { kind: 'user_token', userId, inAcl: deps.identity.inAcl(userId) };
+      return { kind: 'user_token', userId, ...deps.identity.membership(userId) };
     }
-    if (kind === null && JWT_SHAPE.test(token) && (await dispatchTokenValid(token))) {
-      return { kind: 'dispatch_token' };
+    if (kind === null && JWT_SHAPE.test(token)) {
+      const holder = await dispatchHolder(token);
+      if (holder?.userId === null) return { kind: 'dispatch_token', userId: null, role: null, inAcl: null };
+      if (holder) {
+        return { kind: 'dispatch_token', userId: holder.userId, ...deps.identity.membership(holder.userId) };
+      }
     }
     return { kind: 'invalid' };
   };

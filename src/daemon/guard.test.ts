@@ -23,12 +23,24 @@ const remote = (connected: boolean, credential: CredentialVerdict): AccessReques
   connected,
   credential,
 });
-const user = (inAcl: boolean | null): CredentialVerdict => ({ kind: 'user_token', userId: 'u1', inAcl });
+const user = (inAcl: boolean | null): CredentialVerdict => ({
+  kind: 'user_token',
+  userId: 'u1',
+  role: inAcl ? 'member' : null,
+  inAcl,
+});
+const hubDispatch: CredentialVerdict = { kind: 'dispatch_token', userId: null, role: null, inAcl: null };
+const userDispatch = (inAcl: boolean | null): CredentialVerdict => ({
+  kind: 'dispatch_token',
+  userId: 'u1',
+  role: inAcl ? 'operator' : null,
+  inAcl,
+});
 
 function outcome(req: AccessRequest): string {
   const d = checkAccess(req);
   return d.allow
-    ? `allow:${d.caller.kind}${d.caller.kind === 'remote' ? `:${d.caller.via}` : ''}`
+    ? `allow:${d.caller.kind}${d.caller.kind === 'user' ? `:${d.caller.via}` : ''}`
     : d.error.code;
 }
 
@@ -39,7 +51,7 @@ describe('daemon access guard', () => {
     ['origin before the Host check', { ...local, hasOrigin: true, host: 'evil.com' }, 'WEB_REQUEST_REFUSED'],
     [
       'origin from a remote caller with a valid token',
-      { ...remote(true, { kind: 'dispatch_token' }), hasOrigin: true },
+      { ...remote(true, hubDispatch), hasOrigin: true },
       'WEB_REQUEST_REFUSED',
     ],
     // 2. Host of a loopback caller.
@@ -50,7 +62,7 @@ describe('daemon access guard', () => {
     ['loopback, Host localhost:bad', { ...local, host: 'localhost:80x' }, 'HOST_NOT_LOCAL'],
     [
       'loopback with a valid token still needs a local Host',
-      { ...local, host: 'rebind.example', credential: { kind: 'dispatch_token' } },
+      { ...local, host: 'rebind.example', credential: hubDispatch },
       'HOST_NOT_LOCAL',
     ],
     // 3. Loopback callers pass without credentials, connected or not.
@@ -65,11 +77,11 @@ describe('daemon access guard', () => {
     ['remote, unconnected, no token', remote(false, { kind: 'none' }), 'LOCAL_ONLY'],
     ['remote, unconnected, bad token', remote(false, { kind: 'invalid' }), 'LOCAL_ONLY'],
     ['remote, unconnected, user token', remote(false, user(true)), 'LOCAL_ONLY'],
-    ['remote, unconnected, local token', remote(false, { kind: 'local_token' }), 'allow:remote:local_token'],
+    ['remote, unconnected, local token', remote(false, { kind: 'local_token' }), 'allow:local_token'],
     [
       'remote, unconnected, Host is irrelevant',
       { ...remote(false, { kind: 'local_token' }), host: 'anything' },
-      'allow:remote:local_token',
+      'allow:local_token',
     ],
     // 5. Remote caller, connected: no or bad token.
     ['remote, connected, no token', remote(true, { kind: 'none' }), 'UNAUTHORIZED'],
@@ -77,12 +89,18 @@ describe('daemon access guard', () => {
     ['remote, connected, local token is not enough', remote(true, { kind: 'local_token' }), 'UNAUTHORIZED'],
     ['remote, connected, hub unreachable', remote(true, { kind: 'unverifiable' }), 'INTERNAL_ERROR'],
     // 6. Accepted tokens.
+    ['remote, connected, dispatch token', remote(true, hubDispatch), 'allow:dispatch'],
+    ['remote, connected, user in ACL', remote(true, user(true)), 'allow:user:user_token'],
     [
-      'remote, connected, dispatch token',
-      remote(true, { kind: 'dispatch_token' }),
-      'allow:remote:dispatch_token',
+      'remote, connected, dispatch token issued to a user in the ACL',
+      remote(true, userDispatch(true)),
+      'allow:user:dispatch_token',
     ],
-    ['remote, connected, user in ACL', remote(true, user(true)), 'allow:remote:user_token'],
+    [
+      'remote, connected, dispatch token issued to a user no longer in the ACL',
+      remote(true, userDispatch(false)),
+      'FORBIDDEN',
+    ],
     // 7. User token, user not in the ACL or ACL not loaded.
     ['remote, connected, user not in ACL', remote(true, user(false)), 'FORBIDDEN'],
     ['remote, connected, ACL not loaded', remote(true, user(null)), 'FORBIDDEN'],
@@ -104,7 +122,7 @@ describe('daemon access guard', () => {
 
   it('attaches the user id to an accepted user token', () => {
     const d = checkAccess(remote(true, user(true)));
-    assert.deepEqual(d.allow && d.caller, { kind: 'remote', via: 'user_token', userId: 'u1' });
+    assert.deepEqual(d.allow && d.caller, { kind: 'user', via: 'user_token', userId: 'u1', role: 'member' });
   });
 
   it('answers each refusal with the status of the spec', () => {

@@ -1,3 +1,4 @@
+import type { RealmRole } from '../shared/permissions.js';
 import { DaemonError } from './errors.js';
 import type { Caller } from './router.js';
 
@@ -12,12 +13,15 @@ export type CredentialVerdict =
   | { kind: 'none' }
   /** Malformed, unknown, expired, wrong audience, or a kind not accepted in the current mode. */
   | { kind: 'invalid' }
-  /** A dispatch JWT signed by the hub for this daemon. */
-  | { kind: 'dispatch_token' }
+  /** A dispatch JWT the hub signed for this daemon; `userId` when the hub issued it to a person. */
+  | { kind: 'dispatch_token'; userId: string | null; role: RealmRole | null; inAcl: boolean | null }
   /** A live local token from `tokens/create` (accepted only while unconnected). */
   | { kind: 'local_token' }
-  /** A `svc_tok_` the hub vouched for; `inAcl` null when the realm ACL is not loaded. */
-  | { kind: 'user_token'; userId: string; inAcl: boolean | null }
+  /**
+   * A `svc_tok_` the hub vouched for; `inAcl` null when the realm ACL is not loaded, `role` the
+   * user's realm role in it.
+   */
+  | { kind: 'user_token'; userId: string; role: RealmRole | null; inAcl: boolean | null }
   /** A `svc_tok_` that could not be checked because the hub was unreachable. */
   | { kind: 'unverifiable' };
 
@@ -52,7 +56,7 @@ export function checkAccess(req: AccessRequest): AccessDecision {
 
   const c = req.credential;
   if (!req.connected) {
-    if (c.kind === 'local_token') return { allow: true, caller: { kind: 'remote', via: 'local_token' } };
+    if (c.kind === 'local_token') return { allow: true, caller: { kind: 'local_token' } };
     return deny(
       'LOCAL_ONLY',
       'the daemon is not connected to a hub: only local callers or holders of a local token are accepted',
@@ -60,10 +64,13 @@ export function checkAccess(req: AccessRequest): AccessDecision {
   }
   switch (c.kind) {
     case 'dispatch_token':
-      return { allow: true, caller: { kind: 'remote', via: 'dispatch_token' } };
     case 'user_token':
-      if (c.inAcl === true)
-        return { allow: true, caller: { kind: 'remote', via: 'user_token', userId: c.userId } };
+      if (c.kind === 'dispatch_token' && c.userId === null)
+        return { allow: true, caller: { kind: 'dispatch' } };
+      if (c.inAcl === true) {
+        const userId = c.userId as string;
+        return { allow: true, caller: { kind: 'user', userId, role: c.role, via: c.kind } };
+      }
       return deny(
         'FORBIDDEN',
         c.inAcl === null

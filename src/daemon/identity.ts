@@ -1,5 +1,6 @@
 import { importJWK, type JWK } from 'jose';
 import type { Kysely } from 'kysely';
+import type { RealmRole } from '../shared/permissions.js';
 import type { AclEntry, HelloFrame } from '../shared/protocol.js';
 import type { DaemonDB } from './db/schema.js';
 
@@ -62,10 +63,11 @@ export class DaemonIdentity {
     this.acl = acl;
   }
 
-  /** Whether `userId` is in the realm ACL; null when the ACL is not loaded. */
-  inAcl(userId: string): boolean | null {
-    if (!this.acl) return null;
-    return this.acl.some((e) => e.user_id === userId);
+  /** Whether `userId` is in the realm ACL (null when it is not loaded) and their role in it. */
+  membership(userId: string): { inAcl: boolean | null; role: RealmRole | null } {
+    if (!this.acl) return { inAcl: null, role: null };
+    const entry = this.acl.find((e) => e.user_id === userId);
+    return { inAcl: entry !== undefined, role: entry?.role ?? null };
   }
 
   private async setDispatchKey(jwk: JWK): Promise<void> {

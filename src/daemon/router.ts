@@ -2,11 +2,13 @@ import type { Kysely } from 'kysely';
 import { ZodError, type z } from 'zod';
 import type { Clock } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
+import type { RealmRole } from '../shared/permissions.js';
 import type { DaemonConfig } from './config.js';
 import type { DaemonDB } from './db/schema.js';
 import { DaemonError, type PayloadIssue } from './errors.js';
 import type { HubApi } from './hub-api.js';
 import type { DaemonIdentity } from './identity.js';
+import { ROUTE_ACCESS, routeRefusal } from './route-access.js';
 import type { Runner } from './runner/runner.js';
 import { findTxReply, type StoredReply, saveTxReply } from './tx-replies.repo.js';
 
@@ -19,9 +21,16 @@ import { findTxReply, type StoredReply, saveTxReply } from './tx-replies.repo.js
 
 /** Who is calling, as established by the access guard (HTTP) or the tunnel (hub). */
 export type Caller =
+  /** A hub command through the tunnel. */
+  | { kind: 'hub' }
+  /** A process on this machine (loopback). */
   | { kind: 'local' }
-  | { kind: 'remote'; via: 'dispatch_token' | 'user_token' | 'local_token'; userId?: string }
-  | { kind: 'hub' };
+  /** Another host with a dispatch token the hub signed for its own commands. */
+  | { kind: 'dispatch' }
+  /** A person on another host: a `svc_tok_` of a realm member, or a dispatch token issued to them. */
+  | { kind: 'user'; userId: string; role: RealmRole | null; via: 'user_token' | 'dispatch_token' }
+  /** Another host with a local token minted on this machine (while unconnected). */
+  | { kind: 'local_token' };
 
 /** What every handler may use. The outside world comes in here, never through imports. */
 export interface DaemonContext {
@@ -94,6 +103,7 @@ export function createRouter(ctx: DaemonContext, routes: readonly Route[]): Rout
   const byPath = new Map<string, Route>();
   for (const r of routes) {
     if (byPath.has(r.path)) throw new Error(`duplicate daemon route: ${r.path}`);
+    if (!ROUTE_ACCESS[r.path]) throw new Error(`daemon route ${r.path} has no row in ROUTE_ACCESS`);
     byPath.set(r.path, r);
   }
   // A repeated tx_id that arrives while the first is still running waits for the first's reply.
@@ -111,6 +121,8 @@ export function createRouter(ctx: DaemonContext, routes: readonly Route[]): Rout
   async function run(path: string, body: unknown, caller: Caller, txId: string | undefined) {
     const r = byPath.get(path);
     if (!r) return fail(new DaemonError('NOT_FOUND', `no daemon operation at ${path}`));
+    const refused = routeRefusal(ROUTE_ACCESS[path]!, caller);
+    if (refused) return fail(refused);
     const parsed = r.input.safeParse(body === undefined ? {} : body);
     if (!parsed.success) return fail(toError(parsed.error, path));
     const rctx: RouteContext = { ...ctx, caller, txId };

@@ -58,24 +58,21 @@ describe('daemon remote callers, unconnected (network namespace)', { skip }, () 
       review_id: 'r1',
       message: { type: 't', role: 'reviewer', payload: { a: 1 } },
     });
+    const listed = await ns.post(`${base}/workspaces/list`, {}, auth);
+    assert.equal(listed.status, 200);
+    assert.deepEqual(listed.body.data, { workspaces: [] });
+    // It acts for nobody on this machine: an agent's review queue stays the agents'.
     const polled = await ns.post(`${base}/hug/poll_verdict`, { review_id: 'r1' }, auth);
-    assert.equal(polled.status, 200);
-    assert.equal(polled.body.data.entries.length, 1);
+    assert.equal(polled.status, 403);
+    assert.equal(polled.body.error.code, 'FORBIDDEN');
+    assert.equal((await d.dispatch('hug/poll_verdict', { review_id: 'r1' })).reply.ok, true);
     // The Host check only guards loopback callers.
-    const otherHost = await ns.post(
-      `${base}/hug/poll_verdict`,
-      { review_id: 'r1' },
-      { ...auth, host: 'anything.example' },
-    );
+    const otherHost = await ns.post(`${base}/workspaces/list`, {}, { ...auth, host: 'anything.example' });
     assert.equal(otherHost.status, 200);
     const more = await ns.post(`${base}/tokens/create`, {}, auth);
     assert.equal(more.status, 403);
     assert.equal(more.body.error.code, 'FORBIDDEN');
-    const web = await ns.post(
-      `${base}/hug/poll_verdict`,
-      { review_id: 'r1' },
-      { ...auth, origin: 'https://x.example' },
-    );
+    const web = await ns.post(`${base}/workspaces/list`, {}, { ...auth, origin: 'https://x.example' });
     assert.equal(web.status, 403);
     assert.equal(web.body.error.code, 'WEB_REQUEST_REFUSED');
   });
@@ -104,8 +101,7 @@ describe('daemon remote callers, connected to a hub (network namespace)', { skip
   let d: RunningDaemon;
   let base: string;
   const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
-  const poll = (headers: Record<string, string> = {}) =>
-    ns.post(`${base}/hug/poll_verdict`, { review_id: 'remote' }, headers);
+  const poll = (headers: Record<string, string> = {}) => ns.post(`${base}/teams/list`, {}, headers);
   before(async () => {
     h = await startTestHub();
     w = await buildWorld(h);
@@ -149,7 +145,7 @@ describe('daemon remote callers, connected to a hub (network namespace)', { skip
     );
     const ok = await poll(bearer(issued.data.token));
     assert.equal(ok.status, 200);
-    assert.deepEqual(ok.body, { ok: true, data: { entries: [] } });
+    assert.deepEqual(ok.body, { ok: true, data: { teams: [] } });
     const claimed = await ns.post(`${base}/offer_job`, { queue_item_id: 'nope' }, bearer(issued.data.token));
     assert.equal(claimed.body.error.code, 'CLAIM_FAILED', 'a remote caller reaches the route');
     const mint = await ns.post(`${base}/tokens/create`, {}, bearer(issued.data.token));
@@ -165,20 +161,30 @@ describe('daemon remote callers, connected to a hub (network namespace)', { skip
     const keys = h.running.hub.tunnel.keys;
     const expired = await signDispatch(keys, w.daemonId, Date.now() - 10 * 60_000, 60_000);
     const pair = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
-    const forged = await new SignJWT({})
+    const forged = await new SignJWT({ svc_holder: 'hub' })
       .setProtectedHeader({ alg: 'EdDSA' })
       .setAudience(w.daemonId)
+      .setSubject(w.daemonId)
       .setExpirationTime('2m')
       .sign(pair.privateKey);
-    const noExp = await new SignJWT({})
+    const noExp = await new SignJWT({ svc_holder: 'hub' })
       .setProtectedHeader({ alg: 'EdDSA' })
       .setAudience(w.daemonId)
+      .setSubject(w.daemonId)
+      .sign(keys.privateKey);
+    // Signed by the hub's key, but naming no holder: it carries no authority.
+    const noHolder = await new SignJWT({})
+      .setProtectedHeader({ alg: 'EdDSA' })
+      .setAudience(w.daemonId)
+      .setSubject(w.daemonId)
+      .setExpirationTime('2m')
       .sign(keys.privateKey);
     for (const [name, token] of [
       ['wrong audience', forOther.data.token],
       ['expired', expired.token],
       ['signed by another key', forged],
       ['no exp', noExp],
+      ['no holder', noHolder],
     ] as const) {
       const r = await poll(bearer(token));
       assert.equal(r.status, 401, name);
@@ -187,11 +193,12 @@ describe('daemon remote callers, connected to a hub (network namespace)', { skip
   });
 
   it('accepts a personal token of a realm member and refuses others with FORBIDDEN, following ACL changes', async () => {
-    for (const who of ['realm_member', 'realm_admin', 'org_admin', 'org_owner'] as const) {
+    // Site administrators and org owners and admins count as members of every realm.
+    for (const who of ['realm_member', 'realm_admin', 'org_admin', 'org_owner', 'site_admin'] as const) {
       const r = await poll(bearer(w.tokens[who]!));
       assert.equal(r.status, 200, who);
     }
-    for (const who of ['org_member', 'outsider', 'site_admin'] as const) {
+    for (const who of ['org_member', 'outsider'] as const) {
       const r = await poll(bearer(w.tokens[who]!));
       assert.equal(r.status, 403, who);
       assert.equal(r.body.error.code, 'FORBIDDEN', who);

@@ -11,7 +11,7 @@ import {
 } from '../../shared/protocol-catalog.js';
 import { DaemonError } from '../errors.js';
 import { HubRefusedError, HubUnreachableError } from '../hub-api.js';
-import { type RouteContext, route } from '../router.js';
+import { route } from '../router.js';
 import {
   findWorkspace,
   listInstalledTeams,
@@ -23,14 +23,8 @@ import {
 /**
  * Installed teams and workspaces. The hub sends install, uninstall, register and assign commands;
  * local callers may also make them (a local registration is not reported to the hub) and list
- * what is here. Remote callers may only list.
+ * what is here. Who else may call which route: src/daemon/route-access.ts.
  */
-
-function refuseRemote(ctx: RouteContext): void {
-  if (ctx.caller.kind === 'remote') {
-    throw new DaemonError('FORBIDDEN', 'only the hub or a caller on this machine may change this');
-  }
-}
 
 const invalid = (p: string, why: string) => new DaemonError('WORKSPACE_INVALID', `${p}: ${why}`, { path: p });
 
@@ -66,7 +60,6 @@ export const catalogRoutes = [
       'Hub → daemon: stores a team version with the child teams and agent manifests it needs (idempotent; a repeat overwrites).',
     input: TeamInstallCommand,
     async handler(ctx, input) {
-      refuseRemote(ctx);
       await saveInstalledTeam(ctx.db, input, ctx.now());
       ctx.log.info(
         { team: `${input.team_version.name}@${input.team_version.version}`, agents: input.agents.length },
@@ -85,7 +78,6 @@ export const catalogRoutes = [
     summary: 'Hub → daemon: removes an installed team version (removed: false when it was not here).',
     input: TeamUninstallCommand,
     async handler(ctx, input) {
-      refuseRemote(ctx);
       return {
         team_version_id: input.team_version_id,
         removed: await removeInstalledTeam(ctx.db, input.team_version_id),
@@ -106,7 +98,6 @@ export const catalogRoutes = [
       'Accepts a directory as a workspace: absolute, existing, a directory the daemon can read and write (else WORKSPACE_INVALID).',
     input: WorkspaceRegisterCommand,
     async handler(ctx, input) {
-      refuseRemote(ctx);
       const p = await checkWorkspacePath(input.path);
       const now = ctx.now();
       const existing = await findWorkspace(ctx.db, { path: p });
@@ -144,7 +135,6 @@ export const catalogRoutes = [
       'give workspace_id or path',
     ),
     async handler(ctx, input) {
-      refuseRemote(ctx);
       const w =
         (input.workspace_id ? await findWorkspace(ctx.db, { id: input.workspace_id }) : undefined) ??
         (input.path ? await findWorkspace(ctx.db, { path: path.resolve(input.path) }) : undefined);
@@ -171,7 +161,6 @@ export const catalogRoutes = [
       })
       .refine((b) => b.id !== undefined || b.path !== undefined, 'give id or path'),
     async handler(ctx, input) {
-      refuseRemote(ctx);
       const w = await findWorkspace(ctx.db, {
         id: input.id,
         path: input.path && path.isAbsolute(input.path) ? path.resolve(input.path) : input.path,

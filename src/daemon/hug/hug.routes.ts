@@ -49,9 +49,6 @@ export const hugRoutes = [
       tx_id: z.string().min(1).optional(),
     }),
     async handler(ctx, input) {
-      if (ctx.caller.kind !== 'local') {
-        throw new DaemonError('FORBIDDEN', 'only an agent on this machine may ask for a review');
-      }
       if (!ctx.hub.hasCredentials) {
         throw new DaemonError('HUB_CREDENTIALS_MISSING', 'this daemon has no hub to ask for a review');
       }

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { DaemonError } from '../errors.js';
 import { route } from '../router.js';
 import { createLocalToken } from './local-tokens.repo.js';
 
@@ -19,9 +18,6 @@ export const tokensRoutes = [
         .default(24 * HOUR),
     }),
     async handler(ctx, input) {
-      if (ctx.caller.kind !== 'local') {
-        throw new DaemonError('FORBIDDEN', 'local tokens can only be created from the daemon’s own machine');
-      }
       return createLocalToken(ctx.db, ctx.now(), input.ttl_ms);
     },
   }),

@@ -1,8 +1,6 @@
 import { sql } from 'kysely';
 import type { OrgsTable, RealmsTable } from '../../db/schema.js';
 import { AppError, forbidden, notFound } from '../../shared/errors.js';
-import type { Hub } from '../context.js';
-import type { Actor, DaemonActor, UserActor } from './actor.js';
 import {
   effectiveRealmRole,
   type OrgPermission,
@@ -11,7 +9,9 @@ import {
   type RealmPermission,
   type RealmRole,
   realmAllows,
-} from './permissions.js';
+} from '../../shared/permissions.js';
+import type { Hub } from '../context.js';
+import type { Actor, DaemonActor, UserActor } from './actor.js';
 
 export function requireUser(actor: Actor | null): UserActor {
   if (!actor) throw new AppError('unauthorized', 'authentication required');

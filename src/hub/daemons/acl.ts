@@ -1,8 +1,8 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../../db/index.js';
+import type { RealmRole } from '../../shared/permissions.js';
+import { effectiveRealmRole } from '../../shared/permissions.js';
 import type { AclEntry } from '../../shared/protocol.js';
-import type { RealmRole } from '../access/permissions.js';
-import { effectiveRealmRole } from '../access/permissions.js';
 import type { Hub } from '../context.js';
 
 /**
@@ -21,8 +21,9 @@ export async function aclChanged(hub: Hub, scope: { realmId?: string; orgId?: st
 
 /**
  * The realm's ACL: every user with an effective role in it (the same rule as
- * access.service.realmRoleOf): org owners and admins as `admin`; otherwise the highest role held
- * directly or through a group, and only while the user is still a member of the org. One query.
+ * access.service.realmRoleOf): site administrators and org owners and admins as `admin`; otherwise
+ * the highest role held directly or through a group, and only while the user is still a member of
+ * the org. One query.
  */
 export async function realmAcl(db: Kysely<DB>, realmId: string): Promise<AclEntry[]> {
   const orgAdmins = db
@@ -50,8 +51,12 @@ export async function realmAcl(db: Kysely<DB>, realmId: string): Promise<AclEntr
     .select(['om.user_id as user_id', 'rm.role as role'])
     .where('rm.realm_id', '=', realmId)
     .where('rm.member_type', '=', 'group');
+  const siteAdmins = db
+    .selectFrom('users as su')
+    .select(['su.id as user_id', sql<RealmRole>`'admin'`.as('role')])
+    .where('su.is_site_admin', '=', 1);
   const rows = await db
-    .selectFrom(orgAdmins.unionAll(direct).unionAll(viaGroups).as('x'))
+    .selectFrom(orgAdmins.unionAll(direct).unionAll(viaGroups).unionAll(siteAdmins).as('x'))
     .innerJoin('users as u', 'u.id', 'x.user_id')
     .select(['x.user_id', 'u.handle', 'x.role'])
     // A deleted organization's realms have no ACL.

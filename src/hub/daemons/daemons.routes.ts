@@ -60,14 +60,15 @@ export const daemonOps = [
   }),
   op({
     name: 'daemons/issue_dispatch_token',
-    summary: 'A short-lived JWT (aud = the daemon id) for calling that daemon from another host.',
+    summary:
+      'A short-lived JWT (aud = the daemon id) for calling that daemon from another host as yourself: the daemon allows what your realm role allows.',
     input: z.object({ daemon_id: id }),
     async handler(ctx, input) {
       const user = requireUser(ctx.actor);
       const d = await loadLiveDaemon(ctx, input.daemon_id);
       // Realm operator+ (the operator-level permission of CONTRACT.md §3).
       await requireRealm(ctx, user, d.realm_id, 'teams.install');
-      return { data: await signDispatchToken(ctx, d.id) };
+      return { data: await signDispatchToken(ctx, d.id, { kind: 'user', userId: user.user.id }) };
     },
   }),
 ];

@@ -57,20 +57,29 @@ export async function loadDispatchKeys(db: Kysely<DB>, now: () => number): Promi
   return { privateKey, kid, publicJwk: { ...pub, alg: row.alg, use: 'sig', kid } };
 }
 
+/**
+ * Whose authority a dispatch token carries (claim `svc_holder`). `hub`: the hub's own commands,
+ * which a daemon obeys as it obeys the tunnel. `user`: a token issued to a person
+ * (`daemons/issue_dispatch_token`); `sub` is their user id and the daemon grants them exactly what
+ * their realm role allows (src/daemon/route-access.ts), never the hub's authority.
+ */
+export type DispatchHolder = { kind: 'hub' } | { kind: 'user'; userId: string };
+
 /** Signs a dispatch token for one daemon. `now` in ms; the lifetime is capped at 5 minutes. */
 export async function signDispatch(
   keys: DispatchKeys,
   daemonId: string,
   now: number,
   ttlMs: number,
+  holder: DispatchHolder = { kind: 'hub' },
 ): Promise<{ token: string; expires_at: number }> {
   const iat = Math.floor(now / 1000);
   const exp = iat + Math.max(1, Math.floor(Math.min(ttlMs, MAX_DISPATCH_TTL_MS) / 1000));
-  const token = await new SignJWT({})
+  const token = await new SignJWT({ svc_holder: holder.kind })
     .setProtectedHeader({ alg: DISPATCH_ALG, kid: keys.kid, typ: 'JWT' })
     .setIssuer(DISPATCH_ISSUER)
     .setAudience(daemonId)
-    .setSubject(daemonId)
+    .setSubject(holder.kind === 'user' ? holder.userId : daemonId)
     .setIssuedAt(iat)
     .setExpirationTime(exp)
     .sign(keys.privateKey);
@@ -81,6 +90,7 @@ export async function signDispatch(
 export function signDispatchToken(
   hub: Pick<Hub, 'tunnel' | 'now' | 'config'>,
   daemonId: string,
+  holder: DispatchHolder,
 ): Promise<{ token: string; expires_at: number }> {
-  return signDispatch(hub.tunnel.keys, daemonId, hub.now(), hub.config.dispatchTokenTtlMs);
+  return signDispatch(hub.tunnel.keys, daemonId, hub.now(), hub.config.dispatchTokenTtlMs, holder);
 }
