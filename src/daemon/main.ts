@@ -10,6 +10,7 @@ import type { DaemonDB } from './db/schema.js';
 import { createHubApi } from './hub-api.js';
 import { HubLink, type WebSocketFactory } from './hub-link.js';
 import { DaemonIdentity } from './identity.js';
+import { ROUTE_ACCESS, type RouteRule } from './route-access.js';
 import {
   type Caller,
   createRouter,
@@ -20,7 +21,7 @@ import {
 } from './router.js';
 import { daemonRoutes } from './routes.js';
 import { Runner } from './runner/runner.js';
-import { createDaemonApp } from './server.js';
+import { agentUrlOf, createDaemonApp, listenForAgents } from './server.js';
 import { pruneTxReplies } from './tx-replies.repo.js';
 
 const WEEK = 7 * 24 * 60 * 60 * 1000;
@@ -42,6 +43,8 @@ export interface StartDaemonOptions {
   whoamiTtlMs?: number;
   /** The route table (default: every daemon route). */
   routes?: readonly Route[];
+  /** Rows for routes beyond the daemon's own (added to src/daemon/route-access.ts's table). */
+  access?: Readonly<Record<string, RouteRule>>;
   /** Stored tx_id replies older than this are pruned at start (default 7 days). */
   txRetentionMs?: number;
   /** Run executor options (SIGTERM → SIGKILL grace, log upload interval). */
@@ -51,6 +54,8 @@ export interface StartDaemonOptions {
 export interface RunningDaemon {
   /** `http://host:port` of the local API. */
   url: string;
+  /** The loopback URL the daemon's agents get as SVC_DAEMON_URL. */
+  agentUrl: string;
   port: number;
   config: DaemonConfig;
   app: FastifyInstance;
@@ -85,6 +90,7 @@ export async function startDaemon(opts: StartDaemonOptions): Promise<RunningDaem
   const now = opts.now ?? Date.now;
   const database = await openDaemonDatabase(config.home);
   let app: FastifyInstance | null = null;
+  let agentListener: { url: string; close(): Promise<void> } | null = null;
   try {
     const db = database.db;
     await pruneTxReplies(db, now() - (opts.txRetentionMs ?? WEEK));
@@ -101,7 +107,7 @@ export async function startDaemon(opts: StartDaemonOptions): Promise<RunningDaem
     });
     const runner = new Runner({ db, hub, log, now, home: config.home, ...opts.runner });
     const ctx: DaemonContext = { db, config, identity, hub, log, now, runner };
-    const router = createRouter(ctx, opts.routes ?? daemonRoutes);
+    const router = createRouter(ctx, opts.routes ?? daemonRoutes, { ...ROUTE_ACCESS, ...opts.access });
     const connected = () => withHub && identity.dispatchKey !== null;
     const checkCredential = createCredentialChecker({
       db,
@@ -116,7 +122,9 @@ export async function startDaemon(opts: StartDaemonOptions): Promise<RunningDaem
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : config.port;
     const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-    runner.daemonUrl = url;
+    const agentUrl = agentUrlOf(config.host, port);
+    if (agentUrl === null) agentListener = await listenForAgents(app, port);
+    runner.daemonUrl = agentUrl ?? agentListener!.url;
 
     if (withHub) {
       link = new HubLink({
@@ -143,6 +151,7 @@ export async function startDaemon(opts: StartDaemonOptions): Promise<RunningDaem
     let closing: Promise<void> | null = null;
     return {
       url,
+      agentUrl: runner.daemonUrl,
       port,
       config,
       app: server,
@@ -158,6 +167,7 @@ export async function startDaemon(opts: StartDaemonOptions): Promise<RunningDaem
         closing ??= (async () => {
           await runner.close();
           await link?.close();
+          await agentListener?.close();
           await server.close();
           await database.close();
         })();
@@ -165,6 +175,7 @@ export async function startDaemon(opts: StartDaemonOptions): Promise<RunningDaem
       },
     };
   } catch (err) {
+    await agentListener?.close();
     await app?.close();
     await database.close();
     throw err;

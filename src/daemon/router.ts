@@ -8,7 +8,7 @@ import type { DaemonDB } from './db/schema.js';
 import { DaemonError, type PayloadIssue } from './errors.js';
 import type { HubApi } from './hub-api.js';
 import type { DaemonIdentity } from './identity.js';
-import { ROUTE_ACCESS, routeRefusal } from './route-access.js';
+import { ROUTE_ACCESS, type RouteRule, routeRefusal } from './route-access.js';
 import type { Runner } from './runner/runner.js';
 import { findTxReply, type StoredReply, saveTxReply } from './tx-replies.repo.js';
 
@@ -99,11 +99,15 @@ export function payloadIssues(err: ZodError): PayloadIssue[] {
   }));
 }
 
-export function createRouter(ctx: DaemonContext, routes: readonly Route[]): Router {
+export function createRouter(
+  ctx: DaemonContext,
+  routes: readonly Route[],
+  access: Readonly<Record<string, RouteRule>> = ROUTE_ACCESS,
+): Router {
   const byPath = new Map<string, Route>();
   for (const r of routes) {
     if (byPath.has(r.path)) throw new Error(`duplicate daemon route: ${r.path}`);
-    if (!ROUTE_ACCESS[r.path]) throw new Error(`daemon route ${r.path} has no row in ROUTE_ACCESS`);
+    if (!access[r.path]) throw new Error(`daemon route ${r.path} has no row in the route access table`);
     byPath.set(r.path, r);
   }
   // A repeated tx_id that arrives while the first is still running waits for the first's reply.
@@ -121,7 +125,7 @@ export function createRouter(ctx: DaemonContext, routes: readonly Route[]): Rout
   async function run(path: string, body: unknown, caller: Caller, txId: string | undefined) {
     const r = byPath.get(path);
     if (!r) return fail(new DaemonError('NOT_FOUND', `no daemon operation at ${path}`));
-    const refused = routeRefusal(ROUTE_ACCESS[path]!, caller);
+    const refused = routeRefusal(access[path]!, caller);
     if (refused) return fail(refused);
     const parsed = r.input.safeParse(body === undefined ? {} : body);
     if (!parsed.success) return fail(toError(parsed.error, path));

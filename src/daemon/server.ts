@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
@@ -116,4 +118,55 @@ export function createDaemonApp(deps: DaemonAppDeps): FastifyInstance {
     });
   }
   return app;
+}
+
+/**
+ * The URL the daemon's agents use (`SVC_DAEMON_URL`): always a loopback address, because the access
+ * guard lets an agent in as a local caller only over loopback. A wildcard listener (`0.0.0.0`, `::`)
+ * answers on 127.0.0.1 too. Null for a specific non-loopback address: the daemon then also listens
+ * on loopback for its agents (listenForAgents).
+ */
+export function agentUrlOf(host: string, port: number): string | null {
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '');
+  if (h === '0.0.0.0' || h === '::' || h === '' || h === 'localhost') return `http://127.0.0.1:${port}`;
+  if (isLoopbackAddress(h)) return h.includes(':') ? `http://[${h}]:${port}` : `http://${h}:${port}`;
+  return null;
+}
+
+/**
+ * A second listener on 127.0.0.1 for the agents of a daemon bound to a specific non-loopback
+ * address, serving the same app (the guard sees its callers as local). The same port when it is
+ * free there, else any.
+ */
+export async function listenForAgents(
+  app: FastifyInstance,
+  port: number,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => app.routing(req, res));
+  const listen = (p: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host: '127.0.0.1', port: p }, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  try {
+    await listen(port);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    await listen(0);
+  }
+  const bound = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${bound}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }

@@ -24,7 +24,8 @@ describe('daemon HTTP API (local caller, unconnected)', () => {
       throw new Error('secret detail at /home/x/file.ts:1');
     },
   });
-  const start = () => startTestDaemon(home.dir, { routes: [...daemonRoutes, boom] });
+  const start = () =>
+    startTestDaemon(home.dir, { routes: [...daemonRoutes, boom], access: { [boom.path]: { who: 'read' } } });
   before(async () => {
     d = await start();
   });
@@ -250,5 +251,18 @@ describe('daemon HTTP API (local caller, unconnected)', () => {
       r.body.data.entries.map((e: { payload: { comment: string } }) => e.payload.comment),
       ['c0', 'c1', 'c2'],
     );
+  });
+
+  it('on 0.0.0.0 tells its agents a loopback URL that the guard lets in', async () => {
+    const other = daemonHome();
+    const wide = await startTestDaemon(other.dir, { config: { host: '0.0.0.0' } });
+    try {
+      assert.equal(wide.agentUrl, `http://127.0.0.1:${wide.port}`);
+      const r = await call(wide.agentUrl, 'tokens/create', {});
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+    } finally {
+      await wide.close();
+      other.cleanup();
+    }
   });
 });

@@ -122,6 +122,17 @@ setInterval(() => {}, 1000);`,
     });
   }
 
+  it('gives agents a loopback URL that the guard lets in as local callers', async () => {
+    assert.match(d.agentUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
+    const r = await fetch(`${d.agentUrl}/v1/hug/poll_verdict`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ review_id: 'from-an-agent' }),
+    });
+    assert.equal(r.status, 200);
+    assert.deepEqual(await r.json(), { ok: true, data: { entries: [] } });
+  });
+
   it('a member cannot cancel a run through the daemon; an operator can', async () => {
     const runId = (await h.ok('runs/new', { realm_id: w.realmId, team: 'sleepy' }, w.tokens.realm_member))
       .data.run_id as string;

@@ -44,6 +44,7 @@ describe('daemon ↔ hub tunnel', () => {
   const start = async (urls?: string[]) =>
     startTestDaemon(home.dir, {
       routes: [...daemonRoutes, gated],
+      access: { [gated.path]: { who: 'read' } },
       config: { hubUrls: urls ?? [h.url], realmToken: w.tokens.realm_token! },
     });
 

@@ -100,7 +100,11 @@ describe('daemon: an unexpected fault answers INTERNAL_ERROR and is logged', () 
     },
   });
   before(async () => {
-    d = await startTestDaemon(home.dir, { routes: [...daemonRoutes, boom], log });
+    d = await startTestDaemon(home.dir, {
+      routes: [...daemonRoutes, boom],
+      access: { [boom.path]: { who: 'read' } },
+      log,
+    });
   });
   after(async () => {
     await d.close();

@@ -101,6 +101,7 @@ describe('outbox redelivery after the hub process is killed (SIGKILL) and restar
 
     d = await startTestDaemon(home.dir, {
       routes: [...daemonRoutes, gated],
+      access: { [gated.path]: { who: 'read' } },
       config: { hubUrls: [hubUrl], realmToken: created.data.token },
     });
     await whenConnected(d);

@@ -43,14 +43,15 @@ describe('reviews end to end (hub + daemon + agents)', () => {
     const writer = agents.write(
       'writer',
       `const inputs = JSON.parse(process.env.SVC_INPUTS);
-const note = inputs.review ? ' (round ' + (inputs.review.round + 1) + ', ' + inputs.review.comment + ')' : '';
+const review = process.env.SVC_REVIEW ? JSON.parse(process.env.SVC_REVIEW) : null;
+const note = review ? ' (round ' + (review.round + 1) + ', ' + review.comment + ')' : '';
 console.log('drafting' + note);
 require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ summary: 'A draft about ' + inputs.topic + note }));`,
     );
     const publisher = agents.write(
       'publisher',
-      `const inputs = JSON.parse(process.env.SVC_INPUTS);
-require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ published: inputs.phases.draft.summary }));`,
+      `const earlier = JSON.parse(process.env.SVC_PHASE_OUTPUTS);
+require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ published: earlier.draft.summary }));`,
     );
     // Asks its daemon for a review, polls for the verdict and exits by it (0 only when approved).
     const asker = agents.write(

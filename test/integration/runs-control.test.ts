@@ -62,9 +62,9 @@ fs.writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ n }));`,
       'flaky',
       `const fs = require('fs');
 const f = ${JSON.stringify(path.join(scratch, 'fixed'))};
-const inputs = JSON.parse(process.env.SVC_INPUTS);
+const earlier = JSON.parse(process.env.SVC_PHASE_OUTPUTS);
 if (!fs.existsSync(f)) { console.error('not yet'); process.exit(3); }
-fs.writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ saw: inputs.phases.count.n }));`,
+fs.writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ saw: earlier.count.n }));`,
     );
     const quick = agents.write('quick', `console.log('quick');`);
     await registerAgent(h, w.orgId, 'sleeper', sleeper);

@@ -63,8 +63,7 @@ fs.writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ draft: 'A text about '
     const checker = agents.write(
       'checker',
       `const fs = require('fs');
-const inputs = JSON.parse(process.env.SVC_INPUTS);
-const draft = inputs.phases.draft.draft;
+const draft = JSON.parse(process.env.SVC_PHASE_OUTPUTS).draft.draft;
 console.log('checked: ' + draft);
 fs.writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ ok: true, length: draft.length, cwd: process.cwd() }));`,
     );
@@ -142,6 +141,62 @@ fs.writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ ok: true, length: draf
 
     const list = await h.ok('runs/list', { realm_id: w.realmId, state: 'succeeded' }, w.tokens.realm_member);
     assert.ok(list.data.some((r: { run_id: string }) => r.run_id === run.run_id));
+  });
+
+  it('gives an agent exactly the run inputs, earlier outputs apart, and none of the daemon credentials', async () => {
+    // The daemon runs in this process: its environment is this process's.
+    const saved = { token: process.env.SVC_REALM_TOKEN, other: process.env.SOME_SECRET };
+    process.env.SVC_REALM_TOKEN = w.tokens.realm_token!;
+    process.env.SOME_SECRET = `copied ${w.tokens.realm_admin}`;
+    try {
+      const dumper = agents.write(
+        'dumper',
+        `const fs = require('fs');
+console.log(JSON.stringify(process.env));
+fs.writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({
+  keys: Object.keys(process.env).sort(),
+  inputs: JSON.parse(process.env.SVC_INPUTS),
+  phase_inputs: JSON.parse(process.env.SVC_PHASE_INPUTS),
+  earlier: JSON.parse(process.env.SVC_PHASE_OUTPUTS),
+  url: process.env.SVC_DAEMON_URL,
+  greeting: process.env.GREETING,
+}));`,
+      );
+      await registerAgent(h, w.orgId, 'dumper', dumper, { env: { GREETING: 'hi' } });
+      await registerTeam(h, w.orgId, 'dump-twice', [
+        { name: 'first', agent: 'dumper' },
+        { name: 'second', agent: 'dumper', inputs: { mode: 'fast' } },
+      ]);
+      const inputs = { phases: 'mine', topic: 'otters' };
+      const created = await h.ok('runs/new', { realm_id: w.realmId, team: 'dump-twice', inputs });
+      const done = await waitForRun(h, created.data.run_id, ended);
+      assert.equal(done.state, 'succeeded', JSON.stringify(done.error));
+      const { first, second } = done.outputs;
+      assert.deepEqual(first.inputs, inputs);
+      assert.deepEqual(second.inputs, inputs, 'a run input called phases is the run input');
+      assert.deepEqual(first.phase_inputs, {});
+      assert.deepEqual(second.phase_inputs, { mode: 'fast' });
+      assert.deepEqual(first.earlier, {});
+      assert.deepEqual(Object.keys(second.earlier), ['first']);
+      assert.equal(first.greeting, 'hi');
+      assert.equal(first.url, d.agentUrl);
+      assert.ok(!first.keys.includes('SVC_REALM_TOKEN'), first.keys.join(','));
+      assert.ok(!first.keys.includes('SOME_SECRET'), first.keys.join(','));
+      assert.ok(first.keys.includes('PATH'));
+      const logs = await h.ok('runs/logs', { run_id: created.data.run_id });
+      const text = JSON.stringify(logs.data);
+      assert.ok(logs.data.length >= 2);
+      assert.ok(!text.includes(w.tokens.realm_token!), 'the realm token never reaches the logs');
+      assert.ok(!text.includes(w.tokens.realm_admin!), 'nor does a token under another name');
+    } finally {
+      for (const [k, v] of [
+        ['SVC_REALM_TOKEN', saved.token],
+        ['SOME_SECRET', saved.other],
+      ] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
   });
 
   it('runs in its workspace on the workspace daemon; the realm comes from the workspace', async () => {

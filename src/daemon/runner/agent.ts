@@ -6,7 +6,7 @@ import type { RunAgentManifest, RunLogLine } from '../../shared/protocol.js';
 
 /**
  * One `exec` agent as a child process (CONTRACT.md §5): its own process group (so a stop reaches
- * whatever it started), the SVC_* environment, a timeout, exit 0 = success, outputs read from the
+ * whatever it started), a minimal environment with the SVC_* values, a timeout, exit 0 = success, outputs read from the
  * JSON file named by SVC_OUTPUT, stdout/stderr lines handed to `onLine`.
  */
 export type SpawnFn = typeof nodeSpawn;
@@ -28,6 +28,60 @@ export interface AgentSpec {
   spawn?: SpawnFn;
 }
 
+/**
+ * What an agent inherits from the daemon's environment: the names a program needs to run (search
+ * path, home, user, locale, time zone, temporary folder, terminal, proxies and CA certificates),
+ * nothing else. The daemon's own settings and credentials (`SVC_REALM_TOKEN`, `SVC_HUB_URL`, …) are
+ * not among them, and a value that holds a svc token is dropped whatever its name.
+ */
+const INHERITED = new Set([
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'LANG',
+  'LANGUAGE',
+  'TZ',
+  'TMPDIR',
+  'TEMP',
+  'TMP',
+  'TERM',
+  'HTTP_PROXY',
+  'HTTPS_PROXY',
+  'NO_PROXY',
+  'http_proxy',
+  'https_proxy',
+  'no_proxy',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+  'NODE_EXTRA_CA_CERTS',
+  'SYSTEMROOT',
+  'WINDIR',
+  'COMSPEC',
+  'PATHEXT',
+]);
+const SVC_SECRET = /svc_(dt|tok|lt|inv)_/;
+
+/** The base environment of an agent, taken from the daemon's (see INHERITED). */
+export function baseEnvironment(parent: NodeJS.ProcessEnv): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(parent)) {
+    if (v === undefined || SVC_SECRET.test(v)) continue;
+    if (INHERITED.has(k) || k.startsWith('LC_')) env[k] = v;
+  }
+  return env;
+}
+
+/** An agent's environment: the base, then the manifest's `env`, then the daemon's SVC_* values. */
+export function agentEnvironment(
+  parent: NodeJS.ProcessEnv,
+  manifestEnv: Record<string, string>,
+  svc: Record<string, string>,
+): Record<string, string> {
+  return { ...baseEnvironment(parent), ...manifestEnv, ...svc };
+}
+
 function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
   if (child.pid === undefined) return;
   try {
@@ -47,7 +101,7 @@ export function startAgent(spec: AgentSpec): AgentRun {
   const [cmd, ...args] = manifest.command;
   const child = (spec.spawn ?? nodeSpawn)(cmd!, args, {
     cwd: spec.cwd,
-    env: { ...process.env, ...manifest.env, ...spec.env, SVC_OUTPUT: spec.outputFile },
+    env: agentEnvironment(process.env, manifest.env, { ...spec.env, SVC_OUTPUT: spec.outputFile }),
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });

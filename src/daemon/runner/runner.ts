@@ -45,6 +45,13 @@ interface ChildResult {
   error: unknown;
 }
 
+/** What a reviewer asked for when they requested changes: the agent gets it as SVC_REVIEW. */
+interface ReviewRound {
+  action: string;
+  comment: string | null;
+  round: number;
+}
+
 /** This daemon lost the run (a newer epoch exists): stop silently. */
 class Fenced extends Error {}
 class Closing extends Error {}
@@ -413,8 +420,8 @@ export class Runner {
           .where('run_id', '=', run.id)
           .execute();
         // A `review: true` phase asks for a review after it succeeds; request_changes runs it again
-        // with the reviewer's words in `inputs.review`.
-        let review: Record<string, unknown> | null = null;
+        // with the reviewer's words in SVC_REVIEW.
+        let review: ReviewRound | null = null;
         let r: Awaited<ReturnType<Runner['runAgentPhase']>>;
         for (;;) {
           let verdict: ReviewMessagePayload | null;
@@ -434,10 +441,9 @@ export class Runner {
             );
             waitAgain = null;
           } else {
-            const extra = review ? { review } : {};
             r = phase.team_version_id
-              ? await this.runTeamPhase(run, body, phase, outputs, extra)
-              : await this.runAgentPhase(run, body, phase, outputs, extra);
+              ? await this.runTeamPhase(run, body, phase, outputs)
+              : await this.runAgentPhase(run, body, phase, outputs, review);
             await this.flushLogs(run);
             if (run.cancelled || run.fenced || !r.ok || phase.review !== true || phase.team_version_id) break;
             verdict = await this.reviewPhase(run, phase, outputs, r.outputs);
@@ -480,15 +486,6 @@ export class Runner {
         await this.report(run, 'failed', { error: `the daemon could not run it: ${(err as Error).message}` });
       } catch {}
     }
-  }
-
-  private phaseInputs(
-    body: ExecuteRunBody,
-    phase: RunPhase,
-    outputs: Record<string, unknown>,
-    extra: Record<string, unknown> = {},
-  ) {
-    return { ...body.inputs, ...(phase.inputs ?? {}), ...extra, phases: outputs };
   }
 
   /**
@@ -595,7 +592,7 @@ export class Runner {
     body: ExecuteRunBody,
     phase: RunPhase,
     outputs: Record<string, unknown>,
-    extra: Record<string, unknown> = {},
+    review: ReviewRound | null,
   ): Promise<{ ok: true; outputs: unknown } | { ok: false; error: string }> {
     const manifest = phase.agent_id ? body.agents[phase.agent_id] : undefined;
     if (!manifest) return { ok: false, error: `no manifest for agent ${phase.agent ?? '?'}` };
@@ -615,7 +612,10 @@ export class Runner {
         SVC_DAEMON_URL: this.daemonUrl,
         SVC_RUN_ID: body.run_id,
         SVC_PHASE: phase.name,
-        SVC_INPUTS: JSON.stringify(this.phaseInputs(body, phase, outputs, extra)),
+        SVC_INPUTS: JSON.stringify(body.inputs),
+        SVC_PHASE_INPUTS: JSON.stringify(phase.inputs ?? {}),
+        SVC_PHASE_OUTPUTS: JSON.stringify(outputs),
+        ...(review ? { SVC_REVIEW: JSON.stringify(review) } : {}),
       },
       onLine: (line) => run.logs.push({ ...line, phase: phase.name }),
       ...(this.opts.spawn ? { spawn: this.opts.spawn } : {}),
@@ -642,12 +642,12 @@ export class Runner {
     body: ExecuteRunBody,
     phase: RunPhase,
     outputs: Record<string, unknown>,
-    extra: Record<string, unknown> = {},
   ): Promise<{ ok: true; outputs: unknown } | { ok: false; error: string }> {
     await this.report(run, 'phase.started', { phase: phase.name });
-    const base = { ...(phase.inputs ?? {}), ...extra };
+    // A child run's inputs: the parent's, then the phase's own (and, per element, item and index).
+    const base = { ...body.inputs, ...(phase.inputs ?? {}) };
     if (phase.foreach === undefined) {
-      const r = await this.runChild(run, phase, { ...body.inputs, ...base, phases: outputs }, null);
+      const r = await this.runChild(run, phase, base, null);
       return r.state === 'succeeded'
         ? { ok: true, outputs: r.outputs }
         : { ok: false, error: `child run ${r.state}${r.error ? `: ${String(r.error)}` : ''}` };
@@ -666,7 +666,7 @@ export class Runner {
           item !== null && typeof item === 'object' && 'key' in item
             ? String((item as { key: unknown }).key)
             : String(i);
-        const r = await this.runChild(run, phase, { ...body.inputs, ...base, item, index: i }, key);
+        const r = await this.runChild(run, phase, { ...base, item, index: i }, key);
         if (r.state !== 'succeeded')
           failed ??= `child run [${key}] ${r.state}${r.error ? `: ${String(r.error)}` : ''}`;
         results[i] = r.outputs;
