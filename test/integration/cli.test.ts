@@ -20,7 +20,7 @@ const tempDir = () => {
 };
 
 /** A port nothing listens on. */
-function closedPort(): Promise<number> {
+function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer().listen(0, '127.0.0.1', () => {
       const addr = srv.address();
@@ -124,7 +124,7 @@ describe('svc client commands', () => {
   });
 
   test('a hub that does not answer is an error, not a stack trace', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const r = await runCli(['whoami'], { env: { ...admin, SVC_HUB_URL: `http://127.0.0.1:${port}` } });
     assert.equal(r.code, 1);
     assert.equal(r.stderr, `error: cannot reach the hub at http://127.0.0.1:${port} (ECONNREFUSED)\n`);
@@ -524,7 +524,7 @@ describe('svc tokens create --local', () => {
   });
 
   test('no daemon listening: a clear error, exit 1', async () => {
-    const url = `http://127.0.0.1:${await closedPort()}`;
+    const url = `http://127.0.0.1:${await freePort()}`;
     for (const args of [
       ['tokens', 'create', '--local', '--daemon', url],
       ['--json', 'tokens', 'create', '--local'],

@@ -12,7 +12,7 @@ import { TEST_DB, testDatabase } from '../helpers/db.js';
 import { post } from '../helpers/hub.js';
 import { agentDir } from '../helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../helpers/tunnel-client.js';
-import { closedPort, daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
+import { daemonHome, freePort, startTestDaemon, whenConnected } from './daemon-harness.js';
 
 /** Waits for a condition another process makes true (there is no event to await across processes). */
 async function until<T>(what: string, probe: () => Promise<T | false>, timeoutMs = 60_000): Promise<T> {
@@ -53,7 +53,7 @@ describe('three hub processes on one database, one killed mid-run (SIGKILL)', {
   before(async () => {
     own = await openDatabase({ url: tdb.url, ...(tdb.schema ? { schema: tdb.schema } : {}) });
     const databaseUrl = `${tdb.url}${tdb.url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${tdb.schema}`)}`;
-    for (let i = 0; i < 3; i++) urls.push(`http://127.0.0.1:${await closedPort()}`);
+    for (let i = 0; i < 3; i++) urls.push(`http://127.0.0.1:${await freePort()}`);
     // Started together: they also race to apply the migrations.
     const started = urls.map((u) =>
       startCli(['hub'], {

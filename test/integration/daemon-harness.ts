@@ -92,8 +92,11 @@ export function call(
   });
 }
 
-/** A TCP port that nothing listens on (bound, then released). */
-export async function closedPort(): Promise<number> {
+/**
+ * A free TCP port to start a server on (bound, then released). Only for a server the test starts on
+ * it itself; a port meant to stay unreachable is `refusingPort`.
+ */
+export async function freePort(): Promise<number> {
   const net = await import('node:net');
   const srv = net.createServer();
   await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
@@ -101,4 +104,19 @@ export async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => srv.close(() => resolve()));
   if (!addr || typeof addr === 'string') throw new Error('no port');
   return addr.port;
+}
+
+/**
+ * A URL where nothing answers, held for the test's lifetime: a listener that resets every
+ * connection at once. A released port could be taken by another test or program meanwhile.
+ */
+export async function refusingUrl(): Promise<{ url: string; close(): Promise<void> }> {
+  const net = await import('node:net');
+  const srv = net.createServer((socket) => socket.resetAndDestroy());
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => srv.close(() => resolve())),
+  };
 }

@@ -5,21 +5,24 @@ import { offerItem } from '../../src/hub/daemons/queue.service.js';
 import { mintToken } from '../../src/shared/tokens.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { buildWorld, type World } from '../helpers/world.js';
-import { call, closedPort, daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
+import { call, daemonHome, refusingUrl, startTestDaemon, whenConnected } from './daemon-harness.js';
 
 describe('offer_job without a usable hub', () => {
   const homes = [daemonHome(), daemonHome()];
   let bare: RunningDaemon;
   let unreachable: RunningDaemon;
+  let deadHub: Awaited<ReturnType<typeof refusingUrl>>;
   before(async () => {
     bare = await startTestDaemon(homes[0]!.dir);
+    deadHub = await refusingUrl();
     unreachable = await startTestDaemon(homes[1]!.dir, {
-      config: { hubUrls: [`http://127.0.0.1:${await closedPort()}`], realmToken: mintToken('daemon') },
+      config: { hubUrls: [deadHub.url], realmToken: mintToken('daemon') },
     });
   });
   after(async () => {
     await bare.close();
     await unreachable.close();
+    await deadHub.close();
     for (const h of homes) h.cleanup();
   });
 

@@ -10,7 +10,7 @@ import { sendCommand } from '../../src/hub/daemons/outbox.service.js';
 import { offerItem } from '../../src/hub/daemons/queue.service.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { buildWorld, type World } from '../helpers/world.js';
-import { closedPort, daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
+import { daemonHome, freePort, refusingUrl, startTestDaemon, whenConnected } from './daemon-harness.js';
 
 const message = (n: number) => ({ type: 'comment', role: 'reviewer', payload: { comment: `c${n}` } });
 const comments = (r: { reply: { ok: boolean; data?: unknown } }) =>
@@ -50,7 +50,7 @@ describe('daemon ↔ hub tunnel', () => {
 
   before(async () => {
     // A fixed port, so the daemon finds the hub again after a restart.
-    hubPort = await closedPort();
+    hubPort = await freePort();
     h = await startTestHub({ port: hubPort });
     w = await buildWorld(h);
   });
@@ -61,11 +61,14 @@ describe('daemon ↔ hub tunnel', () => {
   });
 
   it('connects (failing over from a dead hub URL), gets its id and keeps it', async () => {
-    const dead = `http://127.0.0.1:${await closedPort()}`;
-    d = await start([dead, h.url]);
-    const failed = once(d.link!, 'connect-failed');
-    const [{ url: failedUrl }] = await failed;
-    assert.equal(failedUrl, dead);
+    const dead = await refusingUrl();
+    try {
+      d = await start([dead.url, h.url]);
+      const [{ url: failedUrl }] = await once(d.link!, 'connect-failed');
+      assert.equal(failedUrl, dead.url);
+    } finally {
+      await dead.close();
+    }
     await whenConnected(d);
     assert.equal(d.link!.currentUrl, h.url);
     assert.equal(d.daemonId(), w.daemonId);

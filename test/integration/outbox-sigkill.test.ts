@@ -15,7 +15,7 @@ import { mintToken } from '../../src/shared/tokens.js';
 import { killChildren, type LongRunning, startCli } from '../helpers/cli.js';
 import { testDatabase } from '../helpers/db.js';
 import { post } from '../helpers/hub.js';
-import { closedPort, daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
+import { daemonHome, freePort, startTestDaemon, whenConnected } from './daemon-harness.js';
 
 /**
  * Issue 3: "outbox redelivery after the hub is killed and restarted". The hub is a real `svc hub`
@@ -65,7 +65,7 @@ describe('outbox redelivery after the hub process is killed (SIGKILL) and restar
     const databaseUrl = tdb.schema
       ? `${tdb.url}${tdb.url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${tdb.schema}`)}`
       : tdb.url;
-    port = await closedPort();
+    port = await freePort();
     hubUrl = `http://127.0.0.1:${port}`;
     hubEnv = {
       SVC_HOME: svcHome,

@@ -6,7 +6,7 @@ import { runCli } from '../helpers/cli.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { agentDir, ended, registerAgent, registerTeam, waitForRun } from '../helpers/runs.js';
 import { buildWorld, type World } from '../helpers/world.js';
-import { closedPort, daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
+import { daemonHome, freePort, startTestDaemon, whenConnected } from './daemon-harness.js';
 
 /**
  * Reviews end to end: a real hub, a real daemon and agent processes. An agent that asks for a
@@ -36,7 +36,7 @@ describe('reviews end to end (hub + daemon + agents)', () => {
 
   before(async () => {
     // A fixed port, so the daemon finds the hub again after a restart.
-    h = await startTestHub({ port: await closedPort(), config: { runSweepMs: 100 } });
+    h = await startTestHub({ port: await freePort(), config: { runSweepMs: 100 } });
     w = await buildWorld(h);
     d = await start();
     // Writes a draft; a second round mentions what the reviewer asked for.
