@@ -3,6 +3,8 @@
  * `auth/sign_in` as a bearer token. The token lives in sessionStorage (this tab only; see
  * docs/security.md). Any `unauthorized` reply forgets it and sends the page to sign-in.
  */
+
+import type { RunState } from '../shared/api/run-states.js';
 import type {
   Agent,
   Channel,
@@ -15,7 +17,6 @@ import type {
   ReviewAction,
   ReviewState,
   Run,
-  RunState,
   TeamInstall,
   TeamVersion,
   User,

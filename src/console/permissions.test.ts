@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { RunState } from '../shared/api/run-states.js';
 import { roleAtLeast, runControls } from './permissions.js';
-import type { ForceTerminate, PendingControl, RunState } from './types.js';
+import type { ForceTerminate, PendingControl } from './types.js';
 
 const ft = (eligible: boolean, blocker: string | null): ForceTerminate => ({
   already_terminated: false,

@@ -1,10 +1,6 @@
 /** The hub API's shapes as the console reads them (docs/api.md). Only the fields the console uses. */
 
-// The run states and the terminal ones are the hub's own table (a pure module, bundled as is).
-import { RUN_STATES, type RunState, TERMINAL } from '../hub/runs/state.js';
-
-export { RUN_STATES, type RunState };
-export const TERMINAL_STATES: ReadonlySet<string> = TERMINAL;
+import type { RunState } from '../shared/api/run-states.js';
 
 export type RealmRole = 'member' | 'operator' | 'admin';
 

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import type { RunningDaemon } from '../../src/daemon/main.js';
 import { runCli } from '../helpers/cli.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
-import { agentDir, registerAgent, registerTeam } from '../helpers/runs.js';
+import { agentDir, registerAgent, registerTeam, waitForRun } from '../helpers/runs.js';
 import { buildWorld, type World } from '../helpers/world.js';
 import { daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
 
@@ -70,5 +70,37 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ said: input
     const term = await runCli(['runs', 'terminate', badId, '--reason', 'x'], { env: env() });
     assert.equal(term.code, 1);
     assert.match(term.stderr, /already_terminal/);
+  });
+});
+
+describe('svc runs watch of a run that is lost', () => {
+  let h: TestHub;
+  let w: World;
+  const home = daemonHome();
+  const agents = agentDir();
+  after(async () => {
+    await h?.close();
+    home.cleanup();
+    agents.cleanup();
+  });
+
+  it('ends, and exits non-zero, when the run is lost', async () => {
+    h = await startTestHub({ config: { runSweepMs: 100 } });
+    w = await buildWorld(h);
+    await h.ok('settings/set', { key: 'runs.lease_ms', value: '600' });
+    const d = await startTestDaemon(home.dir, {
+      config: { hubUrls: [h.url], realmToken: w.tokens.realm_token! },
+    });
+    await whenConnected(d);
+    await registerAgent(h, w.orgId, 'sleeper', agents.write('sleeper', 'setInterval(() => {}, 1000);'));
+    await registerTeam(h, w.orgId, 'sleepy', [{ name: 'sleep', agent: 'sleeper' }]);
+    const runId = (await h.ok('runs/new', { realm_id: w.realmId, team: 'sleepy' })).data.run_id;
+    await waitForRun(h, runId, (r) => r.state === 'running' && r.current_pid !== null);
+    // The daemon goes away without a word: the run's lease runs out.
+    await d.close();
+    const env = { SVC_HUB_URL: h.url, SVC_TOKEN: h.adminToken, SVC_HOME: home.dir };
+    const watched = await runCli(['runs', 'watch', runId, '--interval', '100'], { env });
+    assert.equal(watched.code, 1, watched.stderr);
+    assert.match(watched.stdout, /lost/);
   });
 });

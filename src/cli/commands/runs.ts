@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { isTerminal } from '../../shared/api/run-states.js';
 import type { HubClient, Page } from '../client.js';
 import { defineCommand, pageArgs, positiveInt, session, withPaging } from '../command.js';
 import { CliError, usageError } from '../context.js';
@@ -33,7 +34,6 @@ interface LogLine {
   text: string;
 }
 
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'terminated']);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** `k=v` → inputs.k; the value is JSON when it parses (`n=3`, `files=["a","b"]`), else the string. */
@@ -101,10 +101,10 @@ async function watch(client: HubClient, runId: string, out: (s: string) => void,
       r.pending_control ? ` · ${r.pending_control.type} pending` : ''
     }`;
     if (line !== last) {
-      out(`${TERMINAL.has(r.state) ? '•' : spinner[tick++ % spinner.length]} ${line}\n`);
+      out(`${isTerminal(r.state) ? '•' : spinner[tick++ % spinner.length]} ${line}\n`);
       last = line;
     }
-    if (TERMINAL.has(r.state)) return r;
+    if (isTerminal(r.state)) return r;
     await sleep(pollMs);
   }
 }
@@ -269,7 +269,7 @@ export default defineCommand({
           }
           after = reply.next_after;
           if (reply.has_more) continue;
-          if (!opts.follow || TERMINAL.has(reply.run_state)) return;
+          if (!opts.follow || isTerminal(reply.run_state)) return;
           await sleep(500);
         }
       });

@@ -1,4 +1,5 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { isTerminal } from '../../shared/api/run-states.js';
 import { api, listAll } from '../api.js';
 import { explainBlocker, formatDuration, humanize, runDuration, shortId } from '../format.js';
 import { useLive, useNow } from '../live.js';
@@ -6,7 +7,7 @@ import { runControls } from '../permissions.js';
 import { formatRoute } from '../router.js';
 import { barGeometry, phaseTimeline } from '../timeline.js';
 import { buildRunTree, countStates, descendantsOf, flattenTree } from '../tree.js';
-import { type HistoryEntry, type LogLine, type Run, TERMINAL_STATES } from '../types.js';
+import type { HistoryEntry, LogLine, Run } from '../types.js';
 import { Clock, Empty, ErrorNote, Modal, PageTitle, SkeletonBlock, SkeletonRows, StateBadge } from '../ui.js';
 import { ReviewCard, reviewsMissing } from './reviews.js';
 
@@ -26,7 +27,7 @@ export function RunPage({ id }: { id: string }) {
     ended ? null : 1000,
   );
   const r = run.data;
-  const live = r === undefined || !TERMINAL_STATES.has(r.state);
+  const live = r === undefined || !isTerminal(r.state);
   useEffect(() => setEnded(!live), [live]);
   const now = useNow(1000, live);
 

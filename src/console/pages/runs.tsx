@@ -1,10 +1,11 @@
 import { useEffect, useState } from 'preact/hooks';
+import { RUN_STATES, type RunState } from '../../shared/api/run-states.js';
 import { api, listAll } from '../api.js';
 import { formatDuration, humanize, runDuration } from '../format.js';
 import { useLive, useNow } from '../live.js';
 import { formatRoute } from '../router.js';
 import { useScope } from '../scope.js';
-import { RUN_STATES, type RunState, type TeamVersion } from '../types.js';
+import type { TeamVersion } from '../types.js';
 import { Ago, Empty, ErrorNote, PageTitle, SkeletonRows, StateBadge } from '../ui.js';
 
 const PAGE = 25;

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { Kysely } from 'kysely';
+import { isTerminal } from '../../shared/api/run-states.js';
 import type { Logger } from '../../shared/logger.js';
 import type {
   CancelRunBody,
@@ -89,8 +90,6 @@ interface ReviewWait {
   /** The verdict, when the hub's history already has it (it may have been read before the restart). */
   known: ReviewMessagePayload | null;
 }
-
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'terminated', 'lost']);
 
 /** A review's summary: the phase's `summary` output when it is a string, else its outputs as JSON. */
 const SUMMARY_MAX = 4096;
@@ -277,7 +276,7 @@ export class Runner {
       return 'unknown';
     }
     // A stale epoch (the run went to another daemon meanwhile) is fenced by the first report.
-    if (TERMINAL.has(hubRun.state)) return 'failed';
+    if (isTerminal(hubRun.state)) return 'failed';
     const state = JSON.parse(row.review_state) as {
       outputs: Record<string, unknown>;
       phase_outputs: unknown;
@@ -721,7 +720,7 @@ export class Runner {
             outputs: Record<string, unknown>;
             error: unknown;
           }>('runs/get_by_id', { run_id: child.run_id });
-          if (TERMINAL.has(r.state)) done({ state: r.state, outputs: r.outputs ?? {}, error: r.error });
+          if (isTerminal(r.state)) done({ state: r.state, outputs: r.outputs ?? {}, error: r.error });
         } catch {}
       }, 5_000);
       poll.unref();

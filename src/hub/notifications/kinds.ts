@@ -28,9 +28,6 @@ export const EVENT_KINDS = [
 
 export type EventKind = (typeof EVENT_KINDS)[number];
 
-/** Run states a rule's `filter.state` may name (the final state of `run.ended`, or a run's state). */
-export { RUN_STATES } from '../runs/state.js';
-
 export const DESTINATION_TYPES = ['webhook', 'slack', 'discord'] as const;
 export type DestinationType = (typeof DESTINATION_TYPES)[number];
 

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { DB } from '../../db/index.js';
 import type { NotificationRulesTable } from '../../db/schema.js';
+import { RUN_STATES } from '../../shared/api/run-states.js';
 import { AppError, invalidParams, notFound } from '../../shared/errors.js';
 import { requireOrg, requireRealm, requireUser } from '../access/access.service.js';
 import type { Actor } from '../access/actor.js';
@@ -9,7 +10,7 @@ import type { Hub } from '../context.js';
 import { cursor, id, limit, op } from '../http/op.js';
 import { decodeCursor, pageOf } from '../http/paging.js';
 import { unusableChannelIds } from './channels.repo.js';
-import { EVENT_KINDS, RUN_STATES } from './kinds.js';
+import { EVENT_KINDS } from './kinds.js';
 
 /** A notification rule (the spec shows only its id; the rest is ours, docs/api.md). */
 export function ruleOut(r: NotificationRulesTable, channelIds: string[]) {

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { type DB, isUniqueViolation } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
+import type { RunState } from '../../shared/api/run-states.js';
 import { AppError, conflict, notFound } from '../../shared/errors.js';
 import type { AppendLogsBody, RenewLeaseBody, RunReportBody, StartChildBody } from '../../shared/protocol.js';
 import type { DaemonActor } from '../access/actor.js';
@@ -19,7 +20,6 @@ import {
   systemActor,
 } from './runs.repo.js';
 import { insertRun, moveRun, notifyParent } from './runs.service.js';
-import type { RunState } from './state.js';
 
 /**
  * Daemon-side calls (realm token). Each carries the run's lease epoch: the daemon holding the

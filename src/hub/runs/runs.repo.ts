@@ -1,10 +1,10 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
+import { isTerminal, type RunState } from '../../shared/api/run-states.js';
 import type { Hub } from '../context.js';
 import { recordEvent } from '../events/events.js';
 import { getSetting } from '../settings/settings.repo.js';
-import { isTerminal, type RunState } from './state.js';
 
 /** Runs: SQL, the row → Run mapper and the history writer. */
 
@@ -61,8 +61,9 @@ export function forceTerminateOf(run: RunsTable, daemonOnline: boolean, now: num
   const state = run.state as RunState;
   const yes = (trigger: string) => ({ ...base, eligible: true, trigger, blocker: null });
   const no = (blocker: string) => ({ ...base, eligible: false, trigger: null, blocker });
-  if (isTerminal(state)) return no('already_terminal');
+  // A lost run has ended, but nobody confirmed its agent stopped: it may still be terminated.
   if (state === 'lost') return yes('lease_expired');
+  if (isTerminal(state)) return no('already_terminal');
   if (run.daemon_id === null) return yes('no_daemon');
   if (!daemonOnline) return yes('daemon_offline');
   if ((state === 'running' || state === 'awaiting_input') && run.lease_expires_at < now) {

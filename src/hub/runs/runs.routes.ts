@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RUN_STATES } from '../../shared/api/run-states.js';
 import { AppendLogsBody, RenewLeaseBody, RunReportBody, StartChildBody } from '../../shared/protocol.js';
 import { requireDaemon } from '../access/access.service.js';
 import { id, op, paging } from '../http/op.js';
@@ -13,7 +14,6 @@ import {
   showRun,
   visibleRun,
 } from './runs.service.js';
-import { RUN_STATES } from './state.js';
 
 const handles = z.array(z.string().min(1).max(100)).max(100);
 

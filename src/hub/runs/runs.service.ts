@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
+import { isTerminal, type RunState } from '../../shared/api/run-states.js';
 import { AppError, conflict, forbidden, invalidParams, notFound } from '../../shared/errors.js';
 import { requireRealm } from '../access/access.service.js';
 import type { Actor, UserActor } from '../access/actor.js';
@@ -25,7 +26,7 @@ import {
   toJson,
   userActor,
 } from './runs.repo.js';
-import { canMove, isTerminal, type RunState } from './state.js';
+import { canMove } from './state.js';
 
 export interface NewRunInput {
   realm_id?: string | undefined;
@@ -413,7 +414,7 @@ export async function cancelRun(hub: Hub, actor: Actor | null, runId: string, re
   const now = hub.now();
   const wake = await hub.db.transaction().execute(async (trx) => {
     const wakeList: string[] = [];
-    if (run.daemon_id === null || run.state === 'lost') {
+    if (run.daemon_id === null) {
       // Nobody runs it: cancelled now. An open offer is closed so a late claim wins nothing.
       if (
         !(await moveRun(trx, run, 'cancelled', { completed_at: now, updated_at: now, pending_control: null }))

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { canMove, isTerminal, RUN_STATES, type RunState } from './state.js';
+import { isTerminal, RUN_STATES, type RunState } from '../../shared/api/run-states.js';
+import { canMove } from './state.js';
 
 // Every allowed move, written out once more by hand so a change to the table is a visible change here.
 const ALLOWED: [RunState, RunState][] = [
@@ -49,6 +50,22 @@ describe('run state machine (CONTRACT.md §5)', () => {
       RUN_STATES.filter((s) => canMove(s, 'queued') && s !== 'offered'),
       ['failed', 'cancelled', 'lost'],
     );
-    assert.deepEqual(RUN_STATES.filter(isTerminal), ['succeeded', 'failed', 'cancelled', 'terminated']);
+    assert.deepEqual(RUN_STATES.filter(isTerminal), [
+      'succeeded',
+      'failed',
+      'cancelled',
+      'terminated',
+      'lost',
+    ]);
+  });
+
+  it('a terminal run moves only when a person acts: resume, or force-terminate of a lost run', () => {
+    for (const s of RUN_STATES.filter(isTerminal)) {
+      const next = RUN_STATES.filter((t) => canMove(s, t));
+      assert.ok(
+        next.every((t) => t === 'queued' || (s === 'lost' && t === 'terminated')),
+        `${s} → ${next.join(',')}`,
+      );
+    }
   });
 });

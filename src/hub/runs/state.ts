@@ -1,3 +1,5 @@
+import type { RunState } from '../../shared/api/run-states.js';
+
 /**
  * Run states and the moves between them (CONTRACT.md §5), as data. Every state change of a run goes
  * through `canMove`; an illegal move answers `conflict`.
@@ -6,21 +8,6 @@
  *   running / awaiting_input ─► lost (lease expired)
  *   failed | cancelled | lost ─► queued (runs/resume)
  */
-export const RUN_STATES = [
-  'queued',
-  'offered',
-  'running',
-  'awaiting_input',
-  'succeeded',
-  'failed',
-  'cancelled',
-  'terminated',
-  'lost',
-] as const;
-export type RunState = (typeof RUN_STATES)[number];
-
-export const TERMINAL: ReadonlySet<RunState> = new Set(['succeeded', 'failed', 'cancelled', 'terminated']);
-
 const MOVES: Record<RunState, readonly RunState[]> = {
   // A queued run is offered (no workspace) or starts on its workspace's daemon; it can be cancelled or
   // force-terminated before any daemon took it.
@@ -40,5 +27,4 @@ export function canMove(from: RunState, to: RunState): boolean {
   return MOVES[from].includes(to);
 }
 
-export const isTerminal = (s: RunState): boolean => TERMINAL.has(s);
 export const RESUMABLE: readonly RunState[] = ['failed', 'cancelled', 'lost'];
