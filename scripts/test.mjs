@@ -20,15 +20,16 @@ walk('test');
 files.sort();
 const db = process.env.SVC_TEST_DB ?? 'sqlite';
 console.log(`# ${files.length} test files on ${db}`);
-// --test-force-exit: a test file whose tests are done exits even if a handle leaked, so a leak can
-// never hang CI (a leak once kept invite-mail.test.ts alive on PostgreSQL; see the session note).
+// test/helpers/leaks.ts fails a test file that leaves a socket, server, child process, timer or
+// database file open when its tests are done, names it, and ends that file's process.
 const r = spawnSync(
   process.execPath,
   [
     '--import',
     'tsx',
+    '--import',
+    './test/helpers/leaks.ts',
     '--test',
-    '--test-force-exit',
     '--test-concurrency=2',
     '--test-reporter=spec',
     ...files,

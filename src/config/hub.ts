@@ -18,6 +18,7 @@ const HubEnv = z.object({
   SVC_HUB_STALE_MS: z.coerce.number().int().min(30).max(3_600_000).optional(),
   SVC_OFFER_TIMEOUT_MS: z.coerce.number().int().min(10).max(86_400_000).optional(),
   SVC_REDISPATCH_MS: z.coerce.number().int().min(10).max(3_600_000).optional(),
+  SVC_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).optional(),
 });
 
 /** Background timings set through the environment (ms); absent ones keep the hub's defaults. */
@@ -27,6 +28,7 @@ export interface HubTimings {
   instanceStaleMs?: number;
   offerTimeoutMs?: number;
   runRedispatchMs?: number;
+  shutdownGraceMs?: number;
 }
 
 export interface HubSettings {
@@ -56,6 +58,7 @@ export function validateHubConfig(env: Record<string, string | undefined>): {
     ...(e.SVC_HUB_STALE_MS !== undefined ? { instanceStaleMs: e.SVC_HUB_STALE_MS } : {}),
     ...(e.SVC_OFFER_TIMEOUT_MS !== undefined ? { offerTimeoutMs: e.SVC_OFFER_TIMEOUT_MS } : {}),
     ...(e.SVC_REDISPATCH_MS !== undefined ? { runRedispatchMs: e.SVC_REDISPATCH_MS } : {}),
+    ...(e.SVC_SHUTDOWN_GRACE_MS !== undefined ? { shutdownGraceMs: e.SVC_SHUTDOWN_GRACE_MS } : {}),
   };
   // A process must miss several heartbeats before the others presume it dead.
   const beat = timings.instanceHeartbeatMs ?? 5_000;

@@ -14,6 +14,7 @@ describe('daemon config', () => {
       port: 4900,
       hubUrls: [],
       realmToken: null,
+      shutdownGraceMs: 10_000,
     });
     assert.equal(hubConfigured(config!), false);
   });

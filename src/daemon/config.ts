@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_SHUTDOWN_GRACE_MS } from '../shared/shutdown.js';
 
 /**
  * Daemon configuration from the environment. Pure: pass any env (tests pass plain objects).
@@ -22,6 +23,7 @@ const DaemonEnv = z.object({
     .trim()
     .regex(/^svc_dt_/, 'must be a realm token (svc_dt_…)')
     .optional(),
+  SVC_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(DEFAULT_SHUTDOWN_GRACE_MS),
 });
 
 export interface DaemonConfig {
@@ -32,6 +34,8 @@ export interface DaemonConfig {
   /** Hub base URLs in failover order (no trailing slash); empty when unconnected. */
   hubUrls: string[];
   realmToken: string | null;
+  /** After SIGTERM, in-flight requests may finish this long; then open connections are cut. */
+  shutdownGraceMs: number;
 }
 
 export function validateDaemonConfig(env: Record<string, string | undefined>): {
@@ -62,6 +66,7 @@ export function validateDaemonConfig(env: Record<string, string | undefined>): {
       port: e.SVC_DAEMON_PORT,
       hubUrls,
       realmToken: e.SVC_REALM_TOKEN ?? null,
+      shutdownGraceMs: e.SVC_SHUTDOWN_GRACE_MS,
     },
   };
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../shared/ids.js';
 import { createLogger, type Logger } from '../shared/logger.js';
+import { DEFAULT_SHUTDOWN_GRACE_MS, stopWithin } from '../shared/shutdown.js';
 import type { BackoffOptions } from './backoff.js';
 import { type DaemonConfig, hubConfigured } from './config.js';
 import { createCredentialChecker } from './credentials.js';
@@ -81,6 +82,7 @@ export const DEFAULT_DAEMON_CONFIG: Omit<DaemonConfig, 'home'> = {
   port: 4900,
   hubUrls: [],
   realmToken: null,
+  shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS,
 };
 
 /** Composes config → database → router → HTTP server → hub link. Only the CLI exits the process. */
@@ -164,13 +166,21 @@ export async function startDaemon(opts: StartDaemonOptions): Promise<RunningDaem
       connected,
       dispatch: (path, body, caller = { kind: 'local' }) => router.dispatch(path, body, caller),
       close() {
-        closing ??= (async () => {
-          await runner.close();
-          await link?.close();
-          await agentListener?.close();
-          await server.close();
-          await database.close();
-        })();
+        // Agents are stopped at once (the hub sees their runs interrupted); requests in flight get the
+        // grace period, then their connections are cut, so a stop always ends.
+        closing ??= stopWithin({
+          what: 'daemon',
+          log,
+          graceMs: config.shutdownGraceMs,
+          graceful: async () => {
+            await runner.close();
+            await link?.close();
+            await agentListener?.close();
+            await server.close();
+            await database.close();
+          },
+          force: () => server.server.closeAllConnections(),
+        }).then(() => undefined);
         return closing;
       },
     };

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB, Dialect } from '../db/index.js';
 import type { Clock, IdGen } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
+import { DEFAULT_SHUTDOWN_GRACE_MS } from '../shared/shutdown.js';
 import type { Tunnel } from './daemons/tunnel.js';
 import type { Mailer } from './orgs/mailer.js';
 
@@ -21,6 +22,8 @@ export interface Hub {
 export interface HubConfig {
   /** Public URL of the hub, used in invitation e-mails. */
   publicUrl: string;
+  /** After SIGTERM, in-flight work may finish this long; then what is left is cut. */
+  shutdownGraceMs: number;
   /** Session tokens from auth/sign_in and invites/accept live this long. */
   sessionTtlMs: number;
   /** Invitations expire after this long. */
@@ -65,6 +68,7 @@ export interface HubConfig {
 
 export const DEFAULT_HUB_CONFIG: HubConfig = {
   publicUrl: 'http://127.0.0.1:4800',
+  shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS,
   sessionTtlMs: 12 * 60 * 60 * 1000,
   inviteTtlMs: 7 * 24 * 60 * 60 * 1000,
   tunnelPingMs: 15_000,

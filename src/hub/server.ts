@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { type Database, isUniqueViolation, migrate, openDatabase, pgClientConfig } from '../db/index.js';
 import { type Clock, type IdGen, uuidv7 } from '../shared/ids.js';
 import { createLogger, type Logger } from '../shared/logger.js';
+import { stopWithin } from '../shared/shutdown.js';
 import { bootstrapAdmin } from './auth/users.js';
 import { type ClusterBus, createLocalBus, createPgBus } from './cluster/bus.js';
 import { type Presence, startPresence } from './cluster/presence.js';
@@ -113,13 +114,24 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
       url,
       bootstrapToken,
       async close() {
-        await stopRuns();
-        await stopReviews();
-        await notifier.close();
-        await app.close();
-        await presence?.stop();
-        hub.mailer?.close();
-        await database.close();
+        // In-flight requests, deliveries and tunnel bookkeeping get the grace period; then open
+        // connections are cut and the pools ended, so a stop always ends (docs/operations.md).
+        await stopWithin({
+          what: 'hub',
+          log,
+          graceMs: hub.config.shutdownGraceMs,
+          graceful: async () => {
+            await stopRuns();
+            await stopReviews();
+            await notifier.close();
+            await app.close();
+            await presence?.stop();
+            hub.mailer?.close();
+            await database.close();
+          },
+          // Requests still running keep their connections: cut them, so the server closes.
+          force: () => app.server.closeAllConnections(),
+        });
       },
     };
   } catch (err) {

@@ -117,6 +117,9 @@ describe('daemon tunnel', () => {
       issuer: DISPATCH_ISSUER,
     });
     assert.equal(payload.aud, w.daemonId);
+    // Issued to a person: it names them, and carries none of the hub's authority.
+    assert.equal(payload.sub, w.users.realm_operator!.id);
+    assert.equal(payload.svc_holder, 'user');
 
     const byId = Object.fromEntries(c.hello.acl.map((e) => [e.user_id, e]));
     const expect = {
@@ -125,13 +128,15 @@ describe('daemon tunnel', () => {
       realm_admin: 'admin',
       org_admin: 'admin',
       org_owner: 'admin',
+      // Site administrators count as members of every realm (CONTRACT.md §3).
+      site_admin: 'admin',
     } as const;
     assert.equal(c.hello.acl.length, Object.keys(expect).length);
     for (const [actor, role] of Object.entries(expect)) {
       const u = w.users[actor as keyof typeof expect]!;
       assert.deepEqual(byId[u.id], { user_id: u.id, handle: u.handle, role }, actor);
     }
-    for (const actor of ['org_member', 'outsider', 'site_admin'] as const) {
+    for (const actor of ['org_member', 'outsider'] as const) {
       assert.equal(byId[w.users[actor]!.id], undefined, actor);
     }
   });
