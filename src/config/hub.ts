@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { ADMIN_TOKEN_RULE, parseAdminToken } from '../shared/tokens.js';
 
 /** Hub configuration from the environment (see docs/configuration.md). Pure: pass any env. */
 const HubEnv = z.object({
@@ -8,7 +9,15 @@ const HubEnv = z.object({
   SVC_HUB_PORT: z.coerce.number().int().min(0).max(65535).default(4800),
   SVC_DATABASE_URL: z.string().min(1).optional(),
   SVC_DB_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
-  SVC_ADMIN_TOKEN: z.string().min(1).optional(),
+  // Trimmed (a secret file ends with a newline); the value itself never appears in a message.
+  SVC_ADMIN_TOKEN: z
+    .string()
+    .transform((v, ctx) => {
+      const token = parseAdminToken(v);
+      if (token === null) ctx.addIssue({ code: 'custom', message: ADMIN_TOKEN_RULE });
+      return token ?? z.NEVER;
+    })
+    .optional(),
   SVC_PUBLIC_URL: z.string().url().optional(),
   SVC_SMTP_URL: z.string().url().optional(),
   SVC_SMTP_FROM: z.string().min(3).default('svc <svc@localhost>'),

@@ -11,13 +11,19 @@ export interface UsersTable {
   status: 'invited' | 'active';
   is_site_admin: number;
   password_hash: string | null;
+  /**
+   * The organization whose invitation created this account: while it has no password, only an
+   * invitation of that organization may set one (docs/security.md, invitations).
+   */
+  claim_org_id: string | null;
   created_at: number;
 }
 
 export interface TokensTable {
   id: string;
   user_id: string;
-  kind: 'personal' | 'session';
+  /** `admin`: the SVC_ADMIN_TOKEN the site administrator holds (restored at every start). */
+  kind: 'personal' | 'session' | 'admin';
   name: string;
   token_hash: string;
   hint: string;
@@ -25,6 +31,13 @@ export interface TokensTable {
   expires_at: number | null;
   last_used_at: number | null;
   revoked_at: number | null;
+}
+
+/** A failed (or in-flight) sign-in under one key: `email:<address>` or `ip:<client address>`. */
+export interface SignInFailuresTable {
+  id: string;
+  key: string;
+  at: number;
 }
 
 export interface OrgsTable {
@@ -430,6 +443,7 @@ export interface DB {
   hub_instances: HubInstancesTable;
   users: UsersTable;
   tokens: TokensTable;
+  sign_in_failures: SignInFailuresTable;
   orgs: OrgsTable;
   org_members: OrgMembersTable;
   invites: InvitesTable;

@@ -3,6 +3,7 @@ import type { DB, Dialect } from '../db/index.js';
 import type { Clock, IdGen } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from '../shared/shutdown.js';
+import type { PasswordGate } from './auth/password-gate.js';
 import type { Tunnel } from './daemons/tunnel.js';
 import type { Mailer } from './orgs/mailer.js';
 
@@ -15,6 +16,8 @@ export interface Hub {
   newId: IdGen;
   mailer: Mailer | null;
   config: HubConfig;
+  /** Password hashing (scrypt) of this process: bounded concurrency and waiting list. */
+  passwords: PasswordGate;
   /** This process's daemon connections, command delivery and dispatch keys (src/hub/daemons/). */
   tunnel: Tunnel;
 }
@@ -28,6 +31,21 @@ export interface HubConfig {
   sessionTtlMs: number;
   /** Invitations expire after this long. */
   inviteTtlMs: number;
+  /**
+   * SHA-256 of the configured SVC_ADMIN_TOKEN (null: none). An operator-chosen value has no
+   * checksum, so authentication recognises it by this hash before looking it up.
+   */
+  adminTokenHash: string | null;
+  /** Failed sign-ins are counted over a sliding window this long. */
+  signInWindowMs: number;
+  /** Failed sign-ins per account (e-mail address) within the window; the next attempt is rate_limited. */
+  signInAccountLimit: number;
+  /** Failed sign-ins per client address (IPv6: per /64) within the window. */
+  signInAddressLimit: number;
+  /** Password hashes computed at once by one process. */
+  passwordConcurrency: number;
+  /** Password checks that may wait for a free slot; beyond, rate_limited. */
+  passwordQueue: number;
   /** Tunnel heartbeat: a WebSocket ping this often; a peer that has not answered by the next one is dropped. */
   tunnelPingMs: number;
   /**
@@ -71,6 +89,12 @@ export const DEFAULT_HUB_CONFIG: HubConfig = {
   shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS,
   sessionTtlMs: 12 * 60 * 60 * 1000,
   inviteTtlMs: 7 * 24 * 60 * 60 * 1000,
+  adminTokenHash: null,
+  signInWindowMs: 15 * 60 * 1000,
+  signInAccountLimit: 10,
+  signInAddressLimit: 100,
+  passwordConcurrency: 2,
+  passwordQueue: 32,
   tunnelPingMs: 15_000,
   outboxScanMs: 2_000,
   outboxResendMs: 30_000,

@@ -3,6 +3,8 @@ import { type Database, isUniqueViolation, migrate, openDatabase, pgClientConfig
 import { type Clock, type IdGen, uuidv7 } from '../shared/ids.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { stopWithin } from '../shared/shutdown.js';
+import { ADMIN_TOKEN_RULE, hashSecret, parseAdminToken } from '../shared/tokens.js';
+import { createPasswordGate } from './auth/password-gate.js';
 import { bootstrapAdmin } from './auth/users.js';
 import { type ClusterBus, createLocalBus, createPgBus } from './cluster/bus.js';
 import { type Presence, startPresence } from './cluster/presence.js';
@@ -44,6 +46,13 @@ export interface RunningHub {
 /** Composes config → database (migrated) → app → listening server. */
 export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
   const log = opts.log ?? createLogger('hub');
+  const adminToken = opts.adminToken === undefined ? undefined : parseAdminToken(opts.adminToken);
+  if (adminToken === null) throw new Error(`SVC_ADMIN_TOKEN: ${ADMIN_TOKEN_RULE}`);
+  const config: HubConfig = {
+    ...DEFAULT_HUB_CONFIG,
+    ...opts.config,
+    adminTokenHash: adminToken === undefined ? null : hashSecret(adminToken),
+  };
   const database = await openDatabase({
     url: opts.databaseUrl,
     ...(opts.schema ? { schema: opts.schema } : {}),
@@ -60,7 +69,8 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
       now: opts.now ?? Date.now,
       newId: opts.newId ?? (() => uuidv7()),
       mailer: opts.smtp ? createMailer(opts.smtp, log) : null,
-      config: { ...DEFAULT_HUB_CONFIG, ...opts.config },
+      config,
+      passwords: createPasswordGate({ concurrency: config.passwordConcurrency, queue: config.passwordQueue }),
     };
     // Several hub processes (src/hub/cluster/): wake-ups through PostgreSQL LISTEN/NOTIFY, presence.
     const instanceId = base.newId();
@@ -82,7 +92,7 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     // Several processes starting at once race to create the administrator and its token: a loser
     // looks again (each retry finds one more row in place).
     const bootstrap = async (attempt: number): Promise<string | null> =>
-      bootstrapAdmin(hub, opts.adminToken).catch((err) => {
+      bootstrapAdmin(hub, adminToken).catch((err) => {
         if (!isUniqueViolation(err) || attempt >= 5) throw err;
         return bootstrap(attempt + 1);
       });

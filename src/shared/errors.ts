@@ -41,6 +41,18 @@ export class AppError extends Error {
   }
 }
 
+/** A wait in ms as whole seconds for `Retry-After` (rounded up, at least 1). */
+export const waitSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+
+/** `rate_limited`; the HTTP reply carries the wait as `Retry-After`. */
+export class RateLimitedError extends AppError {
+  readonly retryAfterSeconds: number;
+  constructor(message: string, retryAfterMs: number) {
+    super('rate_limited', message);
+    this.retryAfterSeconds = waitSeconds(retryAfterMs);
+  }
+}
+
 export const notFound = (what: string) => new AppError('not_found', `${what} not found`);
 export const forbidden = (message = 'you are not allowed to do this') => new AppError('forbidden', message);
 export const conflict = (message: string, details?: Record<string, unknown>) =>

@@ -73,6 +73,21 @@ export function digestsEqual(a: string, b: string): boolean {
 
 /** A short, non-secret hint shown in token lists: the prefix and the last four characters. */
 export function tokenHint(token: string): string {
-  const kind = tokenKind(token);
-  return `${kind ? TOKEN_PREFIX[kind] : ''}…${token.slice(-4)}`;
+  const prefix = Object.values(TOKEN_PREFIX).find((p) => token.startsWith(p)) ?? '';
+  return `${prefix}…${token.slice(-4)}`;
 }
+
+/**
+ * The form of an operator-chosen `SVC_ADMIN_TOKEN`: `svc_tok_` and at least 16 characters of
+ * `[A-Za-z0-9_-]`. It carries no checksum (a person chose it), so the hub recognises it by its hash.
+ */
+const ADMIN_TOKEN_FORM = /^svc_tok_[A-Za-z0-9_-]{16,}$/;
+
+/** The admin token with surrounding whitespace (a secret file's newline) removed, or null when malformed. */
+export function parseAdminToken(value: string): string | null {
+  const token = value.trim();
+  return ADMIN_TOKEN_FORM.test(token) ? token : null;
+}
+
+export const ADMIN_TOKEN_RULE =
+  'must be svc_tok_ followed by at least 16 characters of A-Z, a-z, 0-9, _ or -';

@@ -224,6 +224,40 @@ describe('svc client commands', () => {
     assert.equal(wrong.stderr, 'error: unauthorized: invalid e-mail or password\n');
   });
 
+  test('invites accept: an existing account accepts signed in, without a password', async () => {
+    const cfg = tempDir();
+    const other = await h.ok('orgs/new', {
+      slug: 'cli-elsewhere',
+      owner: { email: 'boss@cli-elsewhere.test' },
+    });
+    const invite = async () =>
+      (
+        await h.ok('orgs/invite_member', {
+          org_id: other.data.org.id,
+          email: 'member@cli-org.test',
+          role: 'member',
+        })
+      ).data.code as string;
+    const anonymous = await runCli(['invites', 'accept', await invite()], {
+      env: { SVC_HUB_URL: h.url, SVC_CONFIG_DIR: cfg },
+    });
+    assert.equal(anonymous.code, 1);
+    assert.match(
+      anonymous.stderr,
+      /^error: unauthorized: member@cli-org\.test already has an account: sign in/,
+    );
+    const withHub = await runCli(['invites', 'accept', await invite(), '--hub', h.url], {
+      env: { SVC_TOKEN: member.token, SVC_CONFIG_DIR: cfg },
+    });
+    assert.equal(withHub.code, 2);
+    assert.match(withHub.stderr, /accepted as the signed-in account: drop --hub/);
+    const accepted = await runCli(['invites', 'accept', await invite()], {
+      env: { SVC_HUB_URL: h.url, SVC_TOKEN: member.token, SVC_CONFIG_DIR: cfg },
+    });
+    assert.equal(accepted.code, 0, accepted.stderr);
+    assert.match(accepted.stdout, new RegExp(`^user:\\s+${member.handle}$`, 'm'));
+  });
+
   test('tokens create, list and revoke', async () => {
     const created = await runCli(['--json', 'tokens', 'create', 'ci', '--expires-in-days', '7'], {
       env: admin,

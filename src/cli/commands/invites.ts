@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { defineCommand, session } from '../command.js';
-import { profileName, saveProfile } from '../config.js';
+import { connection, profileName, saveProfile } from '../config.js';
 import { readStdin, usageError } from '../context.js';
 import { formatRecord, time } from '../output.js';
 import type { UserOut } from './whoami.js';
@@ -10,9 +10,15 @@ export default defineCommand({
   register(cmd, ctx) {
     cmd
       .command('accept')
-      .description('Accept an invitation; sets your password and prints a session token')
+      .description(
+        'Accept an invitation and print a session token: a new account sets its password (--password-stdin); ' +
+          'an existing account accepts signed in (svc login first) or with its password',
+      )
       .argument('<code>', 'the invitation code (svc_inv_…)')
-      .option('--password-stdin', 'read the new password from stdin')
+      .option(
+        '--password-stdin',
+        "read the password from stdin (a new account's first password, or your account's)",
+      )
       .option('--handle <handle>', 'your handle (default: from your e-mail address)')
       .option('--display-name <name>', 'your display name')
       .option('--hub <url>', 'the hub that sent the invitation (default: SVC_HUB_URL or the saved profile)')
@@ -29,14 +35,25 @@ export default defineCommand({
           },
           c: Command,
         ) => {
-          if (!opts.passwordStdin) throw usageError('give --password-stdin and your new password on stdin');
-          const password = await readStdin(ctx, 'a password');
-          const s = session(ctx, c, opts.hub);
+          const profile = c.optsWithGlobals<{ profile?: string }>().profile;
+          let s: ReturnType<typeof session>;
+          let password: string | undefined;
+          if (opts.passwordStdin) {
+            password = await readStdin(ctx, 'a password');
+            // The password speaks for the account; a saved token of someone else must not.
+            s = session(ctx, c, opts.hub ?? connection(ctx, profile).url);
+          } else if (opts.hub) {
+            throw usageError(
+              'without --password-stdin the invitation is accepted as the signed-in account: drop --hub (svc login, or SVC_HUB_URL and SVC_TOKEN, name the hub)',
+            );
+          } else {
+            s = session(ctx, c);
+          }
           const reply = await s.client.call<{ data: { token: string; expires_at: number; user: UserOut } }>(
             'invites/accept',
             {
               code,
-              password,
+              ...(password !== undefined ? { password } : {}),
               ...(opts.handle ? { handle: opts.handle } : {}),
               ...(opts.displayName ? { display_name: opts.displayName } : {}),
             },

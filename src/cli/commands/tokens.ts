@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { ApiError, createHubClient } from '../client.js';
 import { defineCommand, positiveInt, session } from '../command.js';
-import { type CliContext, CliError, usageError } from '../context.js';
+import { type CliContext, CliError, readStdin, usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 
 const DEFAULT_DAEMON_URL = 'http://127.0.0.1:4900';
@@ -9,6 +9,7 @@ const DAY = 24 * 60 * 60 * 1000;
 
 interface CreateOptions {
   expiresInDays?: number;
+  passwordStdin?: boolean;
   local?: boolean;
   daemon?: string;
 }
@@ -69,8 +70,12 @@ export default defineCommand({
       .argument('[name]', 'a name to recognise it by (hub tokens)')
       .option(
         '--expires-in-days <n>',
-        'expire after this many days (hub default: never; --local: default 1, at most 30)',
+        'expire after this many days (hub default: never, but never after the session used; --local: default 1, at most 30)',
         positiveInt,
+      )
+      .option(
+        '--password-stdin',
+        'read your password from stdin: a token created while signed in (a session) may then outlive the session',
       )
       .option('--local', 'ask the daemon on this machine for a local token (svc_lt_…), not the hub')
       .option(
@@ -81,10 +86,12 @@ export default defineCommand({
         if (opts.local) return createLocal(ctx, c, opts);
         if (opts.daemon) throw usageError('--daemon goes with --local');
         if (!name) throw usageError('missing argument: name (or --local for a daemon token)');
+        const password = opts.passwordStdin ? await readStdin(ctx, 'your password') : undefined;
         const s = session(ctx, c);
         const reply = await s.client.call<{ data: TokenRow & { token: string } }>('tokens/create', {
           name,
           ...(opts.expiresInDays ? { expires_in_days: opts.expiresInDays } : {}),
+          ...(password !== undefined ? { password } : {}),
         });
         s.print(reply, () =>
           formatRecord([

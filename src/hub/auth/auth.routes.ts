@@ -1,12 +1,17 @@
 import { z } from 'zod';
-import { AppError, notFound } from '../../shared/errors.js';
-import { verifyPassword } from '../../shared/password.js';
+import { AppError, invalidParams, notFound } from '../../shared/errors.js';
 import { refuseRealmToken, requireUser } from '../access/access.service.js';
-import { cursor, id, limit, name, op } from '../http/op.js';
+import type { UserActor } from '../access/actor.js';
+import { cursor, id, limit, name, type OpContext, op } from '../http/op.js';
 import { keysetPage } from '../http/paging.js';
+import { checkSignIn } from './throttle.js';
 import { issueUserToken, userOut } from './users.js';
 
 const DAY = 24 * 60 * 60 * 1000;
+
+/** The earlier of two expiry times (null: never). A token never outlives the one that created it. */
+export const earliest = (a: number | null, b: number | null) =>
+  a === null ? b : b === null ? a : Math.min(a, b);
 
 function tokenOut(t: {
   id: string;
@@ -26,6 +31,14 @@ function tokenOut(t: {
     expires_at: t.expires_at,
     last_used_at: t.last_used_at,
   };
+}
+
+/** The caller re-enters their password (checked as a sign-in, under the same throttle). */
+async function confirmPassword(ctx: OpContext, actor: UserActor, password: string): Promise<void> {
+  const user = await checkSignIn(ctx, actor.user.email, password, ctx.ip);
+  if (user?.id !== actor.user.id) {
+    throw invalidParams([{ field: 'password', message: 'is not the password of this account' }]);
+  }
 }
 
 export const authOps = [
@@ -48,15 +61,8 @@ export const authOps = [
     input: z.object({ email: z.string().min(1).max(320), password: z.string().min(1).max(1000) }),
     async handler(ctx, input) {
       refuseRealmToken(ctx.actor);
-      const user = await ctx.db
-        .selectFrom('users')
-        .selectAll()
-        .where('email', '=', input.email.trim().toLowerCase())
-        .executeTakeFirst();
-      const ok = await verifyPassword(input.password, user?.password_hash ?? null);
-      if (!user || !ok || user.status !== 'active') {
-        throw new AppError('unauthorized', 'invalid e-mail or password');
-      }
+      const user = await checkSignIn(ctx, input.email, input.password, ctx.ip);
+      if (!user) throw new AppError('unauthorized', 'invalid e-mail or password');
       const expiresAt = ctx.now() + ctx.config.sessionTtlMs;
       const { token } = await issueUserToken(ctx, user.id, 'session', 'session', expiresAt);
       return { data: { token, expires_at: expiresAt, user: userOut(user) } };
@@ -64,25 +70,35 @@ export const authOps = [
   }),
   op({
     name: 'auth/sign_out',
-    summary: 'Revokes the token used for this call.',
+    summary:
+      'Ends the session of the session token used for this call; a personal or admin token is left as it is (revoked: false).',
     input: z.object({}),
     async handler(ctx) {
       const actor = requireUser(ctx.actor);
+      if (actor.tokenKind !== 'session') return { data: { revoked: false, kind: actor.tokenKind } };
       await ctx.db
         .updateTable('tokens')
         .set({ revoked_at: ctx.now() })
         .where('id', '=', actor.tokenId)
         .execute();
-      return { data: { revoked: true } };
+      return { data: { revoked: true, kind: actor.tokenKind } };
     },
   }),
   op({
     name: 'tokens/create',
-    summary: 'Creates a personal access token for the caller; the secret is shown once.',
-    input: z.object({ name, expires_in_days: z.number().int().min(1).max(3650).optional() }),
+    summary:
+      'Creates a personal access token for the caller; the secret is shown once. It expires no later than the token used to create it, unless the call re-enters the password.',
+    input: z.object({
+      name,
+      expires_in_days: z.number().int().min(1).max(3650).optional(),
+      password: z.string().min(1).max(1000).optional(),
+    }),
     async handler(ctx, input) {
       const actor = requireUser(ctx.actor);
-      const expiresAt = input.expires_in_days ? ctx.now() + input.expires_in_days * DAY : null;
+      const asked = input.expires_in_days ? ctx.now() + input.expires_in_days * DAY : null;
+      // A stolen session must not turn into a longer-lived credential; the password may.
+      if (input.password !== undefined) await confirmPassword(ctx, actor, input.password);
+      const expiresAt = input.password !== undefined ? asked : earliest(asked, actor.tokenExpiresAt);
       const { token, row } = await issueUserToken(ctx, actor.user.id, 'personal', input.name, expiresAt);
       return { data: { ...tokenOut(row), token } };
     },

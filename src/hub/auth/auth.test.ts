@@ -53,11 +53,62 @@ describe('authentication and tokens', () => {
     assert.match(s.data.token, /^svc_tok_/);
     assert.ok(s.data.expires_at > Date.now());
     assert.equal(s.data.user.email, email);
-    await h.ok('auth/sign_out', {}, s.data.token);
+    const out = await h.ok('auth/sign_out', {}, s.data.token);
+    assert.deepEqual(out.data, { revoked: true, kind: 'session' });
     assert.equal((await h.call('auth/whoami', {}, s.data.token)).status, 401);
     const missing = await h.call('auth/sign_in', { email }, null);
     assert.equal(missing.body.code, 'invalid_params');
     assert.equal(missing.body.details.issues[0].field, 'password');
+  });
+
+  it('sign_out ends session tokens only: a personal access token keeps working', async () => {
+    const pat = await h.ok('tokens/create', { name: 'laptop' }, h.adminToken);
+    const out = await h.ok('auth/sign_out', {}, pat.data.token);
+    assert.deepEqual(out.data, { revoked: false, kind: 'personal' });
+    assert.equal((await h.call('auth/whoami', {}, pat.data.token)).status, 200);
+    const admin = await h.ok('auth/sign_out', {}, h.adminToken);
+    assert.deepEqual(admin.data, { revoked: false, kind: 'admin' });
+    assert.equal((await h.call('auth/whoami', {}, h.adminToken)).status, 200);
+  });
+
+  it('a token created with a session token expires no later than that session', async () => {
+    const email = (await h.ok('auth/whoami', {}, w.tokens.org_admin)).data.user.email;
+    const s = await h.ok('auth/sign_in', { email, password: 'correct horse battery' }, null);
+    const session = s.data.token as string;
+    const forever = await h.ok('tokens/create', { name: 'no expiry asked' }, session);
+    assert.equal(forever.data.expires_at, s.data.expires_at);
+    const month = await h.ok('tokens/create', { name: 'a month', expires_in_days: 30 }, session);
+    assert.equal(month.data.expires_at, s.data.expires_at);
+    // A token made with a derived token is capped the same way.
+    const derived = await h.ok('tokens/create', { name: 'derived' }, forever.data.token);
+    assert.equal(derived.data.expires_at, s.data.expires_at);
+    // The stored expiry is what authentication enforces.
+    const stored = await h.running.hub.db
+      .selectFrom('tokens')
+      .select('expires_at')
+      .where('id', '=', forever.data.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(stored.expires_at, s.data.expires_at);
+    // Re-entering the password lets a token outlive the session; a wrong one is refused.
+    const longer = await h.ok(
+      'tokens/create',
+      { name: 'ci', expires_in_days: 30, password: 'correct horse battery' },
+      session,
+    );
+    assert.ok(longer.data.expires_at > s.data.expires_at + 29 * 86400_000);
+    const unlimited = await h.ok(
+      'tokens/create',
+      { name: 'ci2', password: 'correct horse battery' },
+      session,
+    );
+    assert.equal(unlimited.data.expires_at, null);
+    const wrong = await h.call('tokens/create', { name: 'x', password: 'not my password' }, session);
+    assert.equal(wrong.status, 400);
+    assert.equal(wrong.body.code, 'invalid_params');
+    assert.equal(wrong.body.details.issues[0].field, 'password');
+    // A non-expiring personal token creates tokens with the expiry asked for.
+    const week = await h.ok('tokens/create', { name: 'week', expires_in_days: 7 }, h.adminToken);
+    assert.ok(week.data.expires_at > Date.now() + 6 * 86400_000);
   });
 
   it('an expired session token is refused', async () => {
@@ -73,7 +124,12 @@ describe('authentication and tokens', () => {
 
   it('tokens: created once with the secret, stored hashed, listed without it, revoked', async () => {
     const t = w.tokens.realm_operator;
-    const c = await h.ok('tokens/create', { name: 'ci', expires_in_days: 30 }, t);
+    // With the password re-entered, a token created with a session may outlive it.
+    const c = await h.ok(
+      'tokens/create',
+      { name: 'ci', expires_in_days: 30, password: 'correct horse battery' },
+      t,
+    );
     assert.match(c.data.token, /^svc_tok_/);
     assert.equal(c.data.name, 'ci');
     assert.ok(c.data.expires_at > Date.now() + 29 * 86400_000);

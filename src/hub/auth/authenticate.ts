@@ -7,18 +7,21 @@ const TOUCH_EVERY_MS = 60_000;
 
 /**
  * Resolves `Authorization: Bearer …` to an actor. No header: null (anonymous). A header that does
- * not hold a live token: unauthorized. A token whose checksum fails never reaches the database.
+ * not hold a live token: unauthorized. A token whose checksum fails never reaches the database,
+ * except the operator-chosen SVC_ADMIN_TOKEN (no checksum), recognised by its hash and then looked
+ * up like any other token (so a revocation holds).
  */
 export async function authenticate(
-  hub: Pick<Hub, 'db' | 'now'>,
+  hub: Pick<Hub, 'db' | 'now' | 'config'>,
   header: string | undefined,
 ): Promise<Actor | null> {
   if (header === undefined || header === '') return null;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m) throw new AppError('unauthorized', 'Authorization must be "Bearer <token>"');
   const token = m[1]!;
-  const kind = tokenKind(token);
   const hash = hashSecret(token);
+  const configured = hub.config.adminTokenHash;
+  const kind = tokenKind(token) ?? (configured !== null && digestsEqual(configured, hash) ? 'user' : null);
   const now = hub.now();
   if (kind === 'user') {
     const row = await hub.db
@@ -44,7 +47,7 @@ export async function authenticate(
           .execute();
       }
       const { token_id, token_hash, token_kind, expires_at, last_used_at, ...user } = row;
-      return { kind: 'user', user, tokenId: token_id, session: token_kind === 'session' };
+      return { kind: 'user', user, tokenId: token_id, tokenKind: token_kind, tokenExpiresAt: expires_at };
     }
   } else if (kind === 'daemon') {
     const daemon = await hub.db

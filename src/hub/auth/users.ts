@@ -1,5 +1,5 @@
 import type { UsersTable } from '../../db/schema.js';
-import { hashSecret, mintToken, TOKEN_PREFIX, tokenHint, tokenKind } from '../../shared/tokens.js';
+import { hashSecret, mintToken, tokenHint } from '../../shared/tokens.js';
 import type { Hub } from '../context.js';
 
 export function userOut(u: UsersTable) {
@@ -60,18 +60,12 @@ export async function freeHandle(hub: Hub, wish: string): Promise<string> {
 }
 
 /**
- * CONTRACT.md §1 bootstrap. With `adminToken`, a site administrator `admin` holds that token
- * (idempotent). Without it, the first start creates the administrator and returns a fresh token to
- * print once; later starts return null.
+ * CONTRACT.md §1 bootstrap. With `adminToken` (already checked by parseAdminToken), the site
+ * administrator `admin` holds exactly that token: created, or restored when it was revoked, and every
+ * previous configured value is revoked. Without it, the first start creates the administrator and
+ * returns a fresh token to print once; later starts return null.
  */
 export async function bootstrapAdmin(hub: Hub, adminToken: string | undefined): Promise<string | null> {
-  if (
-    adminToken !== undefined &&
-    tokenKind(adminToken) === null &&
-    !adminToken.startsWith(TOKEN_PREFIX.user)
-  ) {
-    throw new Error('SVC_ADMIN_TOKEN must be a svc_tok_… token');
-  }
   if (adminToken === undefined) {
     const anyAdmin = await hub.db
       .selectFrom('users')
@@ -80,9 +74,19 @@ export async function bootstrapAdmin(hub: Hub, adminToken: string | undefined): 
       .executeTakeFirst();
     if (anyAdmin) return null;
   }
-  let admin = await hub.db.selectFrom('users').selectAll().where('handle', '=', 'admin').executeTakeFirst();
+  const admin = await ensureAdminUser(hub);
+  if (adminToken === undefined) {
+    const { token } = await issueUserToken(hub, admin.id, 'personal', 'bootstrap', null);
+    return token;
+  }
+  await installAdminToken(hub, admin.id, adminToken);
+  return null;
+}
+
+async function ensureAdminUser(hub: Hub): Promise<UsersTable> {
+  const admin = await hub.db.selectFrom('users').selectAll().where('handle', '=', 'admin').executeTakeFirst();
   if (!admin) {
-    admin = {
+    const created: UsersTable = {
       id: hub.newId(),
       handle: 'admin',
       email: 'admin@localhost',
@@ -90,38 +94,51 @@ export async function bootstrapAdmin(hub: Hub, adminToken: string | undefined): 
       status: 'active',
       is_site_admin: 1,
       password_hash: null,
+      claim_org_id: null,
       created_at: hub.now(),
     };
-    await hub.db.insertInto('users').values(admin).execute();
-  } else if (admin.is_site_admin !== 1) {
+    await hub.db.insertInto('users').values(created).execute();
+    return created;
+  }
+  if (admin.is_site_admin !== 1) {
     await hub.db.updateTable('users').set({ is_site_admin: 1 }).where('id', '=', admin.id).execute();
   }
-  if (adminToken === undefined) {
-    const { token } = await issueUserToken(hub, admin.id, 'personal', 'bootstrap', null);
-    return token;
-  }
+  return admin;
+}
+
+/** The configured value is the administrator's one `admin` token: live, never expiring. */
+async function installAdminToken(hub: Hub, adminId: string, adminToken: string): Promise<void> {
   const hash = hashSecret(adminToken);
-  const existing = await hub.db
-    .selectFrom('tokens')
-    .select('id')
-    .where('token_hash', '=', hash)
-    .executeTakeFirst();
-  if (!existing) {
-    await hub.db
+  const now = hub.now();
+  await hub.db.transaction().execute(async (trx) => {
+    await trx
+      .updateTable('tokens')
+      .set({ revoked_at: now })
+      .where('user_id', '=', adminId)
+      .where('kind', '=', 'admin')
+      .where('token_hash', '!=', hash)
+      .where('revoked_at', 'is', null)
+      .execute();
+    const restored = await trx
+      .updateTable('tokens')
+      .set({ user_id: adminId, kind: 'admin', name: 'SVC_ADMIN_TOKEN', expires_at: null, revoked_at: null })
+      .where('token_hash', '=', hash)
+      .executeTakeFirst();
+    if (Number(restored.numUpdatedRows) > 0) return;
+    await trx
       .insertInto('tokens')
       .values({
         id: hub.newId(),
-        user_id: admin.id,
-        kind: 'personal',
+        user_id: adminId,
+        kind: 'admin',
         name: 'SVC_ADMIN_TOKEN',
         token_hash: hash,
         hint: tokenHint(adminToken),
-        created_at: hub.now(),
+        created_at: now,
         expires_at: null,
         last_used_at: null,
         revoked_at: null,
       })
       .execute();
-  }
-  return null;
+  });
 }

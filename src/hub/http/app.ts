@@ -1,8 +1,9 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { sql } from 'kysely';
 import { z } from 'zod';
-import { AppError } from '../../shared/errors.js';
+import { AppError, RateLimitedError } from '../../shared/errors.js';
 import { authenticate } from '../auth/authenticate.js';
+import type { PasswordGateStats } from '../auth/password-gate.js';
 import type { Hub } from '../context.js';
 import { errorBody, statusOf, toAppError } from './errors.js';
 import type { Op } from './op.js';
@@ -45,6 +46,7 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
   app.setErrorHandler((err, req, reply) => {
     const { error, unexpected } = toAppError(err);
     if (unexpected) req.log.error({ err, url: req.url }, 'unexpected error');
+    if (error instanceof RateLimitedError) void reply.header('retry-after', String(error.retryAfterSeconds));
     void reply.status(statusOf(error)).send(errorBody(error));
   });
   app.setNotFoundHandler((req, reply) => {
@@ -74,6 +76,7 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
       const [route, status] = key.split('|');
       lines.push(`svc_hub_requests_total{route="${route}",status="${status}"} ${n}`);
     }
+    lines.push(...passwordMetrics(hub.passwords.stats()));
     return reply.type('text/plain; version=0.0.4').send(`${lines.join('\n')}\n`);
   });
   const openapi = openApiDocument(ops, opts.version ?? '0.1.0');
@@ -85,11 +88,25 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
       const parsed = o.input.safeParse(req.body ?? {});
       if (!parsed.success) throw parsed.error;
       let status = 200;
-      const out = await o.handler({ ...hub, actor, status: (s) => (status = s) }, parsed.data);
+      const out = await o.handler({ ...hub, actor, ip: req.ip, status: (s) => (status = s) }, parsed.data);
       return reply.status(status).send({ ok: true, ...out });
     });
   }
   return app;
+}
+
+/** The password gate (src/hub/auth/password-gate.ts) in Prometheus text format. */
+function passwordMetrics(s: PasswordGateStats): string[] {
+  return [
+    '# TYPE svc_hub_password_checks_running gauge',
+    `svc_hub_password_checks_running ${s.running}`,
+    '# TYPE svc_hub_password_checks_waiting gauge',
+    `svc_hub_password_checks_waiting ${s.waiting}`,
+    '# TYPE svc_hub_password_checks_peak gauge',
+    `svc_hub_password_checks_peak ${s.peak}`,
+    '# TYPE svc_hub_password_checks_refused_total counter',
+    `svc_hub_password_checks_refused_total ${s.refused}`,
+  ];
 }
 
 function openApiDocument(ops: Op[], version: string): Record<string, unknown> {

@@ -9,6 +9,8 @@ import type { Hub } from '../context.js';
  */
 export interface OpContext extends Hub {
   actor: Actor | null;
+  /** The client's address (the sign-in throttle counts failures per address). */
+  ip: string;
   /** Sets the HTTP status of a successful reply (default 200). */
   status(code: number): void;
 }

@@ -44,10 +44,11 @@ export const orgOps = [
   }),
   op({
     name: 'invites/accept',
-    summary: 'Accepts an invitation with its code; answers a session token.',
+    summary:
+      'Accepts an invitation with its code; answers a session token. A new account sets its password; an existing one accepts signed in (or with its password).',
     input: z.object({
       code: z.string().min(1),
-      password: z.string().min(1).max(1000),
+      password: z.string().min(1).max(1000).optional(),
       handle: z
         .string()
         .min(1)
@@ -58,7 +59,7 @@ export const orgOps = [
     }),
     async handler(ctx, input) {
       refuseRealmToken(ctx.actor);
-      return { data: await acceptInvite(ctx, input) };
+      return { data: await acceptInvite(ctx, { actor: ctx.actor, ip: ctx.ip }, input) };
     },
   }),
   op({
@@ -121,7 +122,7 @@ export const orgOps = [
     input: z.object({ org_id: id, email, role: z.enum(['admin', 'member']) }),
     async handler(ctx, input) {
       const { org, actor } = await requireOrg(ctx, ctx.actor, input.org_id, 'members.manage');
-      const user = await resolveInvitee(ctx, { email: input.email });
+      const user = await resolveInvitee(ctx, { email: input.email }, org.id);
       const member = await ctx.db
         .selectFrom('org_members')
         .select('role')

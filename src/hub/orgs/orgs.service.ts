@@ -1,8 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { InvitesTable, OrgsTable, UsersTable } from '../../db/schema.js';
-import { AppError, conflict, notFound } from '../../shared/errors.js';
-import { hashPassword, verifyPassword } from '../../shared/password.js';
+import { conflict, notFound } from '../../shared/errors.js';
 import { hashSecret, mintToken, tokenKind } from '../../shared/tokens.js';
 import { freeHandle, issueUserToken, userOut } from '../auth/users.js';
 import type { Hub } from '../context.js';
@@ -10,6 +9,7 @@ import { aclChanged } from '../daemons/acl.js';
 import { recordEvent } from '../events/events.js';
 import { ensureSystemNotifications } from '../notifications/system.js';
 import { insertRealm, upsertRealmMember } from '../realms/realms.repo.js';
+import { type AcceptInput, acceptanceProof, type Caller } from './acceptance.js';
 
 export type OwnerInput = { user_id: string } | { email: string; display_name?: string | undefined };
 
@@ -61,8 +61,11 @@ export function inviteOut(inv: InvitesTable, code?: string) {
   };
 }
 
-/** Finds the user for an owner/invitee, creating an `invited` user for an unknown e-mail. */
-export async function resolveInvitee(hub: Hub, owner: OwnerInput): Promise<UsersTable> {
+/**
+ * Finds the user for an owner/invitee, creating an `invited` user for an unknown e-mail; `orgId`,
+ * the inviting organization, is then the only one whose invitation may set its first password.
+ */
+export async function resolveInvitee(hub: Hub, owner: OwnerInput, orgId: string): Promise<UsersTable> {
   if ('user_id' in owner) {
     const u = await hub.db.selectFrom('users').selectAll().where('id', '=', owner.user_id).executeTakeFirst();
     if (!u) throw notFound('user');
@@ -79,6 +82,7 @@ export async function resolveInvitee(hub: Hub, owner: OwnerInput): Promise<Users
     status: 'invited',
     is_site_admin: 0,
     password_hash: null,
+    claim_org_id: orgId,
     created_at: hub.now(),
   };
   await hub.db.insertInto('users').values(user).execute();
@@ -204,9 +208,10 @@ export async function createOrg(
         data: { org: await orgOut(trx, org, { isoTimes: true, reactivated: true }), owner_invite: invite },
       };
     }
-    const owner = await resolveInvitee(t, input.owner);
+    const orgId = hub.newId();
+    const owner = await resolveInvitee(t, input.owner, orgId);
     const org: OrgsTable = {
-      id: hub.newId(),
+      id: orgId,
       slug: input.slug,
       display_name: input.display_name ?? input.slug,
       status: 'waiting_for_owner',
@@ -231,10 +236,7 @@ export async function createOrg(
   });
 }
 
-export async function acceptInvite(
-  hub: Hub,
-  input: { code: string; password: string; handle?: string | undefined; display_name?: string | undefined },
-) {
+export async function acceptInvite(hub: Hub, caller: Caller, input: AcceptInput) {
   if (tokenKind(input.code) !== 'invite') throw notFound('invitation');
   const invite = await hub.db
     .selectFrom('invites')
@@ -256,32 +258,7 @@ export async function acceptInvite(
     .selectAll()
     .where('id', '=', invite.user_id)
     .executeTakeFirstOrThrow();
-
-  let update: Partial<UsersTable> = {};
-  if (user.status === 'invited') {
-    if (input.password.length < 8) {
-      throw new AppError('invalid_params', 'password: must be at least 8 characters', {
-        issues: [{ field: 'password', message: 'must be at least 8 characters' }],
-      });
-    }
-    if (input.handle && input.handle !== user.handle) {
-      const taken = await hub.db
-        .selectFrom('users')
-        .select('id')
-        .where('handle', '=', input.handle)
-        .executeTakeFirst();
-      if (taken) throw conflict(`handle "${input.handle}" is taken`);
-    }
-    update = {
-      status: 'active',
-      password_hash: await hashPassword(input.password),
-      ...(input.handle ? { handle: input.handle } : {}),
-      ...(input.display_name ? { display_name: input.display_name } : {}),
-    };
-  } else if (!(await verifyPassword(input.password, user.password_hash))) {
-    // An existing account accepts with its own password.
-    throw new AppError('unauthorized', 'wrong password for this account');
-  }
+  const update = await acceptanceProof(hub, caller, invite, user, input);
 
   const now = hub.now();
   const expiresAt = now + hub.config.sessionTtlMs;
@@ -294,8 +271,18 @@ export async function acceptInvite(
       .where('status', '=', 'pending')
       .executeTakeFirst();
     if (Number(res.numUpdatedRows) !== 1) throw conflict('this invitation was accepted already');
-    if (Object.keys(update).length)
-      await trx.updateTable('users').set(update).where('id', '=', user.id).execute();
+    if (update) {
+      // Only while the account still has no password: two acceptances never both set one.
+      const set = await trx
+        .updateTable('users')
+        .set(update)
+        .where('id', '=', user.id)
+        .where('password_hash', 'is', null)
+        .executeTakeFirst();
+      if (Number(set.numUpdatedRows) !== 1) {
+        throw conflict("this account's password was set meanwhile; sign in and accept again");
+      }
+    }
     await trx
       .insertInto('org_members')
       .values({ org_id: org.id, user_id: user.id, role: invite.role, created_at: now })
