@@ -200,7 +200,9 @@ export async function createRun(hub: Hub, actor: Actor | null, input: NewRunInpu
 
   let reviewers: Record<string, string[]> | null = null;
   if (input.reviewers) {
-    const phases = new Set((await runDefinition(hub.db, seed)).phases.map((p) => p.name));
+    const phases = new Set(
+      (await runDefinition(hub.db, { ...seed, org_id: realm.org_id })).phases.map((p) => p.name),
+    );
     reviewers = {};
     for (const [phase, handles] of Object.entries(input.reviewers)) {
       if (!phases.has(phase)) throw issue(`reviewers.${phase}`, 'is not a phase of this run');
