@@ -6,6 +6,7 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import { sql } from 'kysely';
+import { jsonTextTooDeep, tooDeepMessage } from '../shared/json-depth.js';
 import type { Logger } from '../shared/logger.js';
 import type { CredentialChecker } from './credentials.js';
 import { DaemonError } from './errors.js';
@@ -60,6 +61,9 @@ export function createDaemonApp(deps: DaemonAppDeps): FastifyInstance {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     if (body === '' || body === undefined) return done(null, {});
+    if (jsonTextTooDeep(body as string)) {
+      return done(new DaemonError('BAD_REQUEST', tooDeepMessage('request body')), undefined);
+    }
     try {
       done(null, JSON.parse(body as string));
     } catch (e) {

@@ -6,6 +6,7 @@
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { AppError, type FieldIssue } from '../../shared/errors.js';
+import { tooDeepMessage, valueTooDeep } from '../../shared/json-depth.js';
 
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const MAX_ALIASES = 100;
@@ -48,6 +49,7 @@ export function parseDocument(input: unknown, what: string): Record<string, unkn
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw bad(`${what} must be a mapping of fields (got ${Array.isArray(value) ? 'a list' : typeof value})`);
   }
+  if (valueTooDeep(value)) throw bad(tooDeepMessage(what));
   return value as Record<string, unknown>;
 }
 

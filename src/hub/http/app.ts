@@ -2,6 +2,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { sql } from 'kysely';
 import { z } from 'zod';
 import { AppError } from '../../shared/errors.js';
+import { jsonTextTooDeep, tooDeepMessage } from '../../shared/json-depth.js';
 import { authenticate } from '../auth/authenticate.js';
 import type { Hub } from '../context.js';
 import { errorBody, statusOf, toAppError } from './errors.js';
@@ -24,7 +25,8 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
   });
   const counts = new Map<string, number>();
 
-  // JSON only; an empty body is `{}`, malformed JSON is bad_request.
+  // JSON only; an empty body is `{}`, malformed JSON or JSON nested deeper than MAX_JSON_DEPTH is
+  // bad_request (checked on the text, before anything recursive runs on it).
   app.removeAllContentTypeParsers();
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => {
@@ -35,6 +37,8 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
       return done(new AppError('bad_request', 'request body is not valid UTF-8'), undefined);
     }
     if (text.trim() === '') return done(null, {});
+    if (jsonTextTooDeep(text))
+      return done(new AppError('bad_request', tooDeepMessage('request body')), undefined);
     try {
       done(null, JSON.parse(text));
     } catch (e) {
