@@ -6,6 +6,7 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import { sql } from 'kysely';
+import { drainRequestBody } from '../shared/drain.js';
 import { jsonTextTooDeep, tooDeepMessage } from '../shared/json-depth.js';
 import type { Logger } from '../shared/logger.js';
 import type { CredentialChecker } from './credentials.js';
@@ -74,8 +75,10 @@ export function createDaemonApp(deps: DaemonAppDeps): FastifyInstance {
     }
   });
 
-  app.setErrorHandler((err, _req, reply) => {
+  app.setErrorHandler((err, req, reply) => {
     const e = toDaemonError(err, log);
+    // A body refused before it was read to its end is drained: the reply reaches the client.
+    if (drainRequestBody(req.raw)) reply.removeHeader('connection');
     void reply.status(e.status).send(send(e));
   });
   app.setNotFoundHandler((req, reply) => {

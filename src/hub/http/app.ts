@@ -1,6 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { sql } from 'kysely';
 import { z } from 'zod';
+import { drainRequestBody } from '../../shared/drain.js';
 import { AppError } from '../../shared/errors.js';
 import { jsonTextTooDeep, tooDeepMessage } from '../../shared/json-depth.js';
 import { authenticate } from '../auth/authenticate.js';
@@ -49,6 +50,9 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
   app.setErrorHandler((err, req, reply) => {
     const { error, unexpected } = toAppError(err);
     if (unexpected) req.log.error({ err, url: req.url }, 'unexpected error');
+    // A body refused before it was read to its end (over the limit, not JSON) is drained, so the
+    // reply reaches the client instead of a reset connection.
+    if (drainRequestBody(req.raw)) reply.removeHeader('connection');
     void reply.status(statusOf(error)).send(errorBody(error));
   });
   app.setNotFoundHandler((req, reply) => {
