@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import { AppError, conflict, forbidden, invalidParams, notFound } from '../../shared/errors.js';
-import { requireRealm } from '../access/access.service.js';
+import { countsAsRealmMember, requireRealm } from '../access/access.service.js';
 import type { Actor, UserActor } from '../access/actor.js';
 import { findAgent } from '../catalog/agents.routes.js';
 import { parseRef } from '../catalog/manifest.js';
@@ -259,10 +259,12 @@ async function isRealmMemberHandle(
   realm: { id: string; org_id: string },
   handle: string,
 ): Promise<boolean> {
-  const { realmRoleOf } = await import('../access/access.service.js');
-  const u = await hub.db.selectFrom('users').select(['id']).where('handle', '=', handle).executeTakeFirst();
-  if (!u) return false;
-  return (await realmRoleOf(hub, u.id, realm)) !== null;
+  const u = await hub.db
+    .selectFrom('users')
+    .select(['id', 'is_site_admin'])
+    .where('handle', '=', handle)
+    .executeTakeFirst();
+  return u !== undefined && (await countsAsRealmMember(hub, u, realm));
 }
 
 /** Loads a run the caller may see: a user with `permission` in its realm, or a daemon of its realm. */
