@@ -12,6 +12,7 @@ import { enqueueCommand } from '../daemons/outbox.repo.js';
 import { decodeCursor, pageOf } from '../http/paging.js';
 import { unusableChannelIds } from '../notifications/channels.repo.js';
 import { cancelOpenReviews } from '../reviews/reviews.repo.js';
+import { requireReadyWorkspace } from '../workspaces/workspaces.repo.js';
 import { dispatchRun, runDefinition } from './runs.dispatch.js';
 import {
   addHistory,
@@ -153,6 +154,7 @@ export async function createRun(hub: Hub, actor: Actor | null, input: NewRunInpu
   const realmId = workspace?.realm_id ?? input.realm_id;
   if (!realmId) throw issue('realm_id', 'is required when no workspace_id is given');
   const { realm, actor: user } = await requireRealm(hub, actor, realmId, 'runs.create');
+  if (workspace) await requireReadyWorkspace(hub, workspace.id);
 
   const executionType = input.execution_type ?? (input.agent !== undefined ? 'agent' : 'team');
   let seed: Pick<RunSeed, 'team_id' | 'team_version_id' | 'agent_id' | 'base_name' | 'execution_type'>;
