@@ -5,19 +5,9 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RunningDaemon } from '../../src/daemon/main.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
+import { until } from '../helpers/until.js';
 import { buildWorld, type World } from '../helpers/world.js';
 import { call, daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
-
-/** Polls a hub read until `done` holds (the daemon acts on its own schedule); fails after 10 s. */
-async function until<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
-  const end = Date.now() + 10_000;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 /** Workspaces registered while their daemon is offline, checked by a real daemon started later. */
 describe('workspaces of an offline daemon', () => {
@@ -42,8 +32,7 @@ describe('workspaces of an offline daemon', () => {
     d = undefined;
     await until(
       'the daemon to be offline',
-      async () => (await h.ok('daemons/get', { id: daemonId })).data.status,
-      (s) => s === 'offline',
+      async () => (await h.ok('daemons/get', { id: daemonId })).data.status === 'offline',
     );
   };
 
@@ -96,19 +85,15 @@ describe('workspaces of an offline daemon', () => {
 
   it('a daemon started later checks them: a usable path becomes ready, a missing one failed with its error', async () => {
     await startDaemon();
-    const ready = await until(
-      'the usable workspace',
-      () => get(ids.usable!),
-      (x) => x.status !== 'pending',
-    );
+    const checked = (id: string) => async () => {
+      const x = await get(id);
+      return x.status !== 'pending' && x;
+    };
+    const ready = await until('the usable workspace', checked(ids.usable!));
     assert.equal(ready.status, 'ready');
     assert.equal(ready.error, null);
     assert.equal(ready.name, 'renamed');
-    const failed = await until(
-      'the missing workspace',
-      () => get(ids.missing!),
-      (x) => x.status !== 'pending',
-    );
+    const failed = await until('the missing workspace', checked(ids.missing!));
     assert.equal(failed.status, 'failed');
     assert.equal(failed.error.code, 'WORKSPACE_INVALID');
     assert.equal(failed.error.message, `${missing}: no such directory`);
@@ -143,11 +128,7 @@ describe('workspaces of an offline daemon', () => {
     assert.deepEqual(await h.ok('workspaces/remove', { id: pending.data.id }), { ok: true, removed: true });
     const sentinel = await h.ok('workspaces/register', { daemon_id: daemonId, path: later });
     await startDaemon();
-    await until(
-      'the later workspace',
-      () => get(sentinel.data.id),
-      (x) => x.status === 'ready',
-    );
+    await until('the later workspace', async () => (await get(sentinel.data.id)).status === 'ready');
     const local = await call(d!.url, 'workspaces/list', {});
     const paths = local.body.data.workspaces.map((x: { path: string }) => x.path);
     assert.ok(paths.includes(later));

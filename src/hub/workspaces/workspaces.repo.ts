@@ -1,4 +1,5 @@
-import { isUniqueViolation } from '../../db/index.js';
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/index.js';
 import type { WorkspacesTable } from '../../db/schema.js';
 import { conflict, notFound } from '../../shared/errors.js';
 import type { Hub } from '../context.js';
@@ -79,97 +80,79 @@ export async function requireReadyWorkspace(hub: Pick<Hub, 'db' | 'now'>, worksp
   return w;
 }
 
+type WorkspaceState = Pick<WorkspacesTable, 'status' | 'error' | 'pending_tx_id'>;
+type Daemon = { id: string; realm_id: string };
+
+/**
+ * Inserts the workspace (unless `existing` says its (daemon, path) is there), or renames the one
+ * there and sets its state; the unique (daemon, path) decides a race. True when it inserted.
+ */
+async function saveWorkspace(
+  db: Kysely<DB>,
+  daemon: Daemon,
+  w: { id: string; path: string; name: string; existing: WorkspacesTable | undefined },
+  state: WorkspaceState,
+  now: number,
+): Promise<boolean> {
+  if (!w.existing) {
+    const inserted = await db
+      .insertInto('workspaces')
+      .values({
+        id: w.id,
+        daemon_id: daemon.id,
+        realm_id: daemon.realm_id,
+        path: w.path,
+        name: w.name,
+        team_ids: '[]',
+        ...state,
+        created_at: now,
+        updated_at: now,
+      })
+      .onConflict((oc) => oc.columns(['daemon_id', 'path']).doNothing())
+      .executeTakeFirst();
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) return true;
+  }
+  await db
+    .updateTable('workspaces')
+    .set({ name: w.name, ...state, updated_at: now })
+    .where('daemon_id', '=', daemon.id)
+    .where('path', '=', w.path)
+    .execute();
+  return false;
+}
+
 /**
  * Records a workspace of an offline daemon as `pending`, with the command its daemon gets on
  * connecting, in one transaction (a repeat replaces the command it waited for). Returns the row.
  */
 export async function registerPending(
   hub: Hub,
-  daemon: { id: string; realm_id: string },
+  daemon: Daemon,
   w: { id: string; path: string; requestedPath: string; name: string; existing: WorkspacesTable | undefined },
-): Promise<{ row: WorkspacesTable; created: boolean }> {
-  const now = hub.now();
-  const { created, replaced } = await hub.db.transaction().execute(async (trx) => {
+): Promise<WorkspacesTable> {
+  const replaced = await hub.db.transaction().execute(async (trx) => {
     const txId = await enqueueCommand(trx, hub, daemon.id, 'workspaces/register', {
       id: w.id,
       path: w.requestedPath,
       name: w.name,
     });
-    const pending = { status: 'pending' as const, error: null, pending_tx_id: txId, updated_at: now };
-    if (!w.existing) {
-      const inserted = await trx
-        .insertInto('workspaces')
-        .values({
-          id: w.id,
-          daemon_id: daemon.id,
-          realm_id: daemon.realm_id,
-          path: w.path,
-          name: w.name,
-          team_ids: '[]',
-          ...pending,
-          created_at: now,
-        })
-        .onConflict((oc) => oc.columns(['daemon_id', 'path']).doNothing())
-        .executeTakeFirst();
-      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) return { created: true, replaced: null };
-    }
-    const before = await trx
-      .selectFrom('workspaces')
-      .select('pending_tx_id')
-      .where('daemon_id', '=', daemon.id)
-      .where('path', '=', w.path)
-      .executeTakeFirst();
-    await trx
-      .updateTable('workspaces')
-      .set({ name: w.name, ...pending })
-      .where('daemon_id', '=', daemon.id)
-      .where('path', '=', w.path)
-      .execute();
-    return { created: false, replaced: before?.pending_tx_id ?? null };
+    const before = await findByPath({ db: trx }, daemon.id, w.path);
+    await saveWorkspace(trx, daemon, w, { status: 'pending', error: null, pending_tx_id: txId }, hub.now());
+    return before?.pending_tx_id ?? null;
   });
   // The command an earlier registration waited for is no longer needed.
   if (replaced) await withdrawCommand(hub, replaced);
   hub.tunnel.wake(daemon.id);
-  const row = await findByPath(hub, daemon.id, w.path);
-  return { row: row!, created };
+  return (await findByPath(hub, daemon.id, w.path))!;
 }
 
 /** Records what an online daemon accepted: a new row, or the existing one `ready` again. */
 export async function recordAccepted(
   hub: Pick<Hub, 'db' | 'now'>,
-  daemon: { id: string; realm_id: string },
+  daemon: Daemon,
   w: { id: string; path: string; name: string; existing: WorkspacesTable | undefined },
 ): Promise<{ row: WorkspacesTable; created: boolean }> {
-  const now = hub.now();
-  const ready = { status: 'ready' as const, error: null, pending_tx_id: null, updated_at: now };
-  let created = false;
-  if (!w.existing) {
-    try {
-      await hub.db
-        .insertInto('workspaces')
-        .values({
-          id: w.id,
-          daemon_id: daemon.id,
-          realm_id: daemon.realm_id,
-          path: w.path,
-          name: w.name,
-          team_ids: '[]',
-          ...ready,
-          created_at: now,
-        })
-        .execute();
-      created = true;
-    } catch (err) {
-      if (!isUniqueViolation(err)) throw err;
-    }
-  }
-  if (!created) {
-    await hub.db
-      .updateTable('workspaces')
-      .set({ name: w.name, ...ready })
-      .where('daemon_id', '=', daemon.id)
-      .where('path', '=', w.path)
-      .execute();
-  }
+  const ready = { status: 'ready' as const, error: null, pending_tx_id: null };
+  const created = await saveWorkspace(hub.db, daemon, w, ready, hub.now());
   return { row: (await findByPath(hub, daemon.id, w.path))!, created };
 }

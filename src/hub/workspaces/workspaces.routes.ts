@@ -53,9 +53,8 @@ export const workspaceOps = [
       const workspaceId = existing?.id ?? ctx.newId();
       if (!(await daemonOnline(ctx, daemon.id))) {
         const w = { id: workspaceId, path: wanted, requestedPath: input.path, name, existing };
-        const { row } = await registerPending(ctx, daemon, w);
         ctx.status(202);
-        return { data: workspaceOut(row) };
+        return { data: workspaceOut(await registerPending(ctx, daemon, w)) };
       }
       const txId = await sendCommand(ctx, daemon.id, 'workspaces/register', {
         id: workspaceId,
