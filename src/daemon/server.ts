@@ -8,6 +8,8 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import { sql } from 'kysely';
+import { drainRequestBody } from '../shared/drain.js';
+import { jsonTextTooDeep, tooDeepMessage } from '../shared/json-depth.js';
 import type { Logger } from '../shared/logger.js';
 import type { CredentialChecker } from './credentials.js';
 import { DaemonError } from './errors.js';
@@ -62,6 +64,9 @@ export function createDaemonApp(deps: DaemonAppDeps): FastifyInstance {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     if (body === '' || body === undefined) return done(null, {});
+    if (jsonTextTooDeep(body as string)) {
+      return done(new DaemonError('BAD_REQUEST', tooDeepMessage('request body')), undefined);
+    }
     try {
       done(null, JSON.parse(body as string));
     } catch (e) {
@@ -72,8 +77,10 @@ export function createDaemonApp(deps: DaemonAppDeps): FastifyInstance {
     }
   });
 
-  app.setErrorHandler((err, _req, reply) => {
+  app.setErrorHandler((err, req, reply) => {
     const e = toDaemonError(err, log);
+    // A body refused before it was read to its end is drained: the reply reaches the client.
+    if (drainRequestBody(req.raw)) reply.removeHeader('connection');
     void reply.status(e.status).send(send(e));
   });
   app.setNotFoundHandler((req, reply) => {

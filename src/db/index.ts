@@ -1,6 +1,7 @@
 import SQLite from 'better-sqlite3';
 import { Kysely, type Migration, Migrator, PostgresAdapter, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import { isSqliteFile, prepareSqliteFile, restrictSqliteFiles } from '../shared/private-files.js';
 import { migrations as hubMigrations } from './migrations/index.js';
 import type { DB } from './schema.js';
 import { FastSqliteDialect } from './sqlite.js';
@@ -61,11 +62,14 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
       },
     };
   }
+  const onDisk = isSqliteFile(opts.url);
+  if (onDisk) prepareSqliteFile(opts.url);
   const sqlite = new SQLite(opts.url);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
+  if (onDisk) restrictSqliteFiles(opts.url);
   const db = new Kysely<T>({ dialect: new FastSqliteDialect(sqlite) });
   return {
     db,

@@ -241,7 +241,7 @@ export interface TeamInstallsTable {
   updated_at: number;
 }
 
-/** A directory on a daemon's machine where runs execute; recorded once the daemon accepted it. */
+/** A directory on a daemon's machine where runs execute, as its daemon checked it (or will: `pending`). */
 export interface WorkspacesTable {
   id: string;
   daemon_id: string;
@@ -250,6 +250,12 @@ export interface WorkspacesTable {
   name: string;
   /** JSON array of team ids (`team_versions.team_id`) assigned to the workspace. */
   team_ids: string;
+  /** `pending` until the daemon checked the path, then `ready` or `failed`. */
+  status: 'pending' | 'ready' | 'failed';
+  /** The daemon's refusal (JSON `{code, message}`) of a `failed` workspace. */
+  error: string | null;
+  /** The `workspaces/register` command a `pending` workspace waits for. */
+  pending_tx_id: string | null;
   created_at: number;
   updated_at: number;
 }

@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { type HubSettings, validateHubConfig } from '../config/hub.js';
 import { isPostgresUrl } from '../db/index.js';
@@ -20,15 +19,15 @@ export interface LaunchOptions {
 }
 
 /**
- * Starts a hub from validated settings: the SQLite file's directory is created when missing, and a
- * busy port gets a message a person can act on.
+ * Starts a hub from validated settings: a relative SQLite path is resolved against `cwd` (its
+ * folder is created 0700 when missing, the files are 0600: src/shared/private-files.ts), and a busy
+ * port gets a message a person can act on.
  */
 export async function launchHub(settings: HubSettings, opts: LaunchOptions): Promise<RunningHub> {
   const cwd = opts.cwd ?? process.cwd();
   let databaseUrl = settings.databaseUrl;
   if (!isPostgresUrl(databaseUrl) && databaseUrl !== ':memory:') {
     databaseUrl = path.resolve(cwd, databaseUrl);
-    mkdirSync(path.dirname(databaseUrl), { recursive: true });
   }
   try {
     return await startHub({

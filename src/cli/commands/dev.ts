@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensurePrivateDir } from '../../shared/private-files.js';
 import { ApiError, createHubClient, type HubClient, listAll } from '../client.js';
 import { defineCommand, positiveInt } from '../command.js';
 import { configPath, saveProfile } from '../config.js';
@@ -242,7 +243,7 @@ export default defineCommand({
           import('../../daemon/main.js'),
         ]);
         const home = path.resolve(ctx.cwd, ctx.env.SVC_HOME ?? '.svc');
-        mkdirSync(home, { recursive: true });
+        ensurePrivateDir(home);
         const stateFile = path.join(home, 'dev.json');
         const state = readState(stateFile);
         const save = () => writeState(stateFile, state);

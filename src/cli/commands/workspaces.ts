@@ -13,6 +13,8 @@ interface WorkspaceRow {
   path: string;
   name: string;
   team_ids: string[];
+  status: 'pending' | 'ready' | 'failed';
+  error: { code: string; message: string } | null;
   created_at: number;
   updated_at: number;
 }
@@ -41,7 +43,11 @@ export default defineCommand({
           ...(opts.name ? { name: opts.name } : {}),
         });
         const w = reply.data;
-        s.print(reply, () => `Registered workspace ${w.name} (${w.id}) at ${w.path}.\n`);
+        s.print(reply, () =>
+          w.status === 'pending'
+            ? `Workspace ${w.name} (${w.id}) at ${w.path} is pending: the daemon is offline and checks the path when it connects.\n`
+            : `Registered workspace ${w.name} (${w.id}) at ${w.path}.\n`,
+        );
       });
 
     withPaging(
@@ -67,6 +73,7 @@ export default defineCommand({
             col('ID', 'id'),
             col('NAME', 'name'),
             col('PATH', 'path'),
+            col('STATUS', 'status'),
             col('DAEMON', 'daemon_id'),
             col('TEAMS', (w) => w.team_ids.length),
             col('CREATED', (w) => time(w.created_at)),
@@ -89,6 +96,7 @@ export default defineCommand({
             ['id', w.id],
             ['name', w.name],
             ['path', w.path],
+            ['status', w.error ? `${w.status}: ${w.error.message}` : w.status],
             ['daemon', w.daemon_id],
             ['realm', w.realm_id],
             ['teams', w.team_ids.join(', ')],

@@ -8,6 +8,7 @@ import * as m0006 from './0006_runs.js';
 import * as m0007 from './0007_reviews.js';
 import * as m0008 from './0008_cluster.js';
 import * as m0009 from './0009_account_protection.js';
+import * as m0010 from './0010_workspace_status.js';
 
 /** Every migration, in order. Names sort lexically; append, never edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '0007_reviews': m0007,
   '0008_cluster': m0008,
   '0009_account_protection': m0009,
+  '0010_workspace_status': m0010,
 };

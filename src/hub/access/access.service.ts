@@ -150,6 +150,20 @@ export async function realmRoleOf(
   );
 }
 
+/**
+ * Whether a user counts as a member of the realm (CONTRACT.md §3): a site administrator always,
+ * org owners and admins in every realm of their org, others through a realm role held directly or
+ * through a group. Used where a person is named, e.g. as a reviewer.
+ */
+export async function countsAsRealmMember(
+  hub: Hub,
+  user: { id: string; is_site_admin: number },
+  realm: { id: string; org_id: string },
+): Promise<boolean> {
+  if (user.is_site_admin === 1) return true;
+  return (await realmRoleOf(hub, user.id, realm)) !== null;
+}
+
 /** Loads the realm and checks the caller holds `permission` in it. */
 export async function requireRealm(
   hub: Hub,

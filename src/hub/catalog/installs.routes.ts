@@ -35,8 +35,9 @@ async function target(ctx: OpContext, input: Body) {
     .selectFrom('team_versions')
     .selectAll()
     .where('id', '=', input.team_version_id)
+    .where('org_id', '=', realm.org_id)
     .executeTakeFirst();
-  if (!tv || tv.org_id !== realm.org_id) throw notFound("team version (in the daemon's organization)");
+  if (!tv) throw notFound("team version (in the daemon's organization)");
   return { daemon, realm, tv };
 }
 

@@ -9,7 +9,11 @@ import type { PinnedDefinition } from './teams.service.js';
  * (`settleInstalls`), so `installed` always means "the daemon confirmed it has it".
  */
 
-/** The install command body: the team version, its child team versions and every agent they need. */
+/**
+ * The install command body: the team version, its child team versions and every agent they need.
+ * Every row is loaded within the team's organization: an id pinned in a definition never reaches
+ * another organization's team or agent (manifest and `env` included).
+ */
 export async function buildInstallBundle(hub: Hub, root: TeamVersionsTable): Promise<TeamInstallCommand> {
   const teams = new Map<string, TeamVersionBundle>();
   const agentIds = new Set<string>();
@@ -28,6 +32,7 @@ export async function buildInstallBundle(hub: Hub, root: TeamVersionsTable): Pro
           .selectFrom('team_versions')
           .selectAll()
           .where('id', '=', p.team_version_id)
+          .where('org_id', '=', root.org_id)
           .executeTakeFirst();
         if (!child) continue; // refused at removal while called, so only a concurrent removal gets here
         const b = toBundle(child);
@@ -45,6 +50,7 @@ export async function buildInstallBundle(hub: Hub, root: TeamVersionsTable): Pro
       .selectFrom('agents')
       .selectAll()
       .where('id', 'in', ids.slice(i, i + 500))
+      .where('org_id', '=', root.org_id)
       .execute();
     for (const a of rows) {
       agents.push({

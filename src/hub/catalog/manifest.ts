@@ -6,6 +6,7 @@
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { AppError, type FieldIssue } from '../../shared/errors.js';
+import { tooDeepMessage, valueTooDeep } from '../../shared/json-depth.js';
 
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const MAX_ALIASES = 100;
@@ -48,6 +49,7 @@ export function parseDocument(input: unknown, what: string): Record<string, unkn
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw bad(`${what} must be a mapping of fields (got ${Array.isArray(value) ? 'a list' : typeof value})`);
   }
+  if (valueTooDeep(value)) throw bad(tooDeepMessage(what));
   return value as Record<string, unknown>;
 }
 
@@ -172,20 +174,29 @@ const refString = z
     return NAME_PATTERN.test(r.name) && (r.version === null || versionString.safeParse(r.version).success);
   }, 'must be NAME or NAME@VERSION');
 
+/** The fields a phase may carry. Anything else is refused, so a definition cannot smuggle in the
+ * row ids (`agent_id`, `team_version_id`) that registration pins from its own resolution. */
+const PHASE_FIELDS = {
+  name: catalogName,
+  agent: refString.optional(),
+  team: refString.optional(),
+  review: z.boolean().default(false),
+  review_timeout_ms: z.number().int().min(1000).optional(),
+  // request_changes reruns of a `review: true` phase before the run fails (default 3);
+  // `max_review_rounds` is the older spelling of the same setting.
+  review_max_rounds: z.number().int().min(1).max(100).optional(),
+  max_review_rounds: z.number().int().min(1).max(100).optional(),
+  foreach: z.string().min(1).max(500).optional(),
+  max_parallel: z.number().int().min(1).max(1000).optional(),
+  inputs: z.record(z.string(), z.unknown()).optional(),
+};
+
 export const Phase = z
-  .looseObject({
-    name: catalogName,
-    agent: refString.optional(),
-    team: refString.optional(),
-    review: z.boolean().default(false),
-    review_timeout_ms: z.number().int().min(1000).optional(),
-    // request_changes reruns of a `review: true` phase before the run fails (default 3);
-    // `max_review_rounds` is the older spelling of the same setting.
-    review_max_rounds: z.number().int().min(1).max(100).optional(),
-    max_review_rounds: z.number().int().min(1).max(100).optional(),
-    foreach: z.string().min(1).max(500).optional(),
-    max_parallel: z.number().int().min(1).max(1000).optional(),
-    inputs: z.record(z.string(), z.unknown()).optional(),
+  .strictObject(PHASE_FIELDS, {
+    error: (iss) =>
+      iss.code === 'unrecognized_keys'
+        ? `unknown field${iss.keys.length > 1 ? 's' : ''} ${iss.keys.map((k) => `"${k}"`).join(', ')} (a phase takes ${Object.keys(PHASE_FIELDS).join(', ')})`
+        : undefined,
   })
   .superRefine((p, ctx) => {
     if ((p.agent === undefined) === (p.team === undefined)) {

@@ -34,7 +34,9 @@ const bad = (message: string) => new AppError('bad_request', message);
  */
 export async function pinDefinition(hub: Hub, orgId: string, def: TeamDefinition): Promise<PinnedDefinition> {
   const phases: PinnedPhase[] = [];
-  for (const p of def.phases) {
+  for (const phase of def.phases) {
+    // The row ids come only from resolving the reference in this org, never from the definition.
+    const { agent_id: _agentId, team_version_id: _teamVersionId, ...p } = phase as PinnedPhase;
     if (p.agent !== undefined) {
       const ref = parseRef(p.agent);
       const agent = await findAgent(hub, orgId, ref.name, ref.version);
@@ -50,18 +52,28 @@ export async function pinDefinition(hub: Hub, orgId: string, def: TeamDefinition
       phases.push({ ...p, team: `${team.name}@${team.version}`, team_version_id: team.id });
     }
   }
-  await refuseCycles(hub, def, phases);
+  await refuseCycles(hub, orgId, def, phases);
   return { ...def, phases };
 }
 
-/** Walks the pinned team calls; reaching the team being registered is a cycle. */
-async function refuseCycles(hub: Hub, def: TeamDefinition, phases: PinnedPhase[]): Promise<void> {
+/** Walks the pinned team calls (within the org); reaching the team being registered is a cycle. */
+async function refuseCycles(
+  hub: Hub,
+  orgId: string,
+  def: TeamDefinition,
+  phases: PinnedPhase[],
+): Promise<void> {
   const self = `${def.name}@${def.version}`;
   const seen = new Set<string>();
   const walk = async (tvId: string, path: string[]): Promise<void> => {
     if (seen.has(tvId)) return;
     seen.add(tvId);
-    const tv = await hub.db.selectFrom('team_versions').selectAll().where('id', '=', tvId).executeTakeFirst();
+    const tv = await hub.db
+      .selectFrom('team_versions')
+      .selectAll()
+      .where('id', '=', tvId)
+      .where('org_id', '=', orgId)
+      .executeTakeFirst();
     if (!tv) return;
     const here = `${tv.name}@${tv.version}`;
     if (here === self) throw bad(`team calls form a cycle: ${[...path, here].join(' → ')}`);

@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import type { WebSocket } from 'ws';
+import { jsonTextTooDeep, tooDeepMessage } from '../../shared/json-depth.js';
 import type { AclEntry, AclFrame, HelloFrame } from '../../shared/protocol.js';
 import { DaemonFrame } from '../../shared/protocol.js';
 import type { Hub } from '../context.js';
@@ -183,6 +184,10 @@ async function deliver(s: TunnelState, conn: Conn): Promise<void> {
 
 function onMessage(s: TunnelState, conn: Conn, text: string): void {
   conn.alive = true;
+  if (jsonTextTooDeep(text)) {
+    s.deps.log.warn({ daemon_id: conn.daemonId }, `${tooDeepMessage('tunnel frame')}; ignored`);
+    return;
+  }
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -1,7 +1,9 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { sql } from 'kysely';
 import { z } from 'zod';
+import { drainRequestBody } from '../../shared/drain.js';
 import { AppError, RateLimitedError } from '../../shared/errors.js';
+import { jsonTextTooDeep, tooDeepMessage } from '../../shared/json-depth.js';
 import { authenticate } from '../auth/authenticate.js';
 import type { PasswordGateStats } from '../auth/password-gate.js';
 import type { Hub } from '../context.js';
@@ -25,7 +27,8 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
   });
   const counts = new Map<string, number>();
 
-  // JSON only; an empty body is `{}`, malformed JSON is bad_request.
+  // JSON only; an empty body is `{}`, malformed JSON or JSON nested deeper than MAX_JSON_DEPTH is
+  // bad_request (checked on the text, before anything recursive runs on it).
   app.removeAllContentTypeParsers();
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => {
@@ -36,6 +39,8 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
       return done(new AppError('bad_request', 'request body is not valid UTF-8'), undefined);
     }
     if (text.trim() === '') return done(null, {});
+    if (jsonTextTooDeep(text))
+      return done(new AppError('bad_request', tooDeepMessage('request body')), undefined);
     try {
       done(null, JSON.parse(text));
     } catch (e) {
@@ -47,6 +52,9 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
     const { error, unexpected } = toAppError(err);
     if (unexpected) req.log.error({ err, url: req.url }, 'unexpected error');
     if (error instanceof RateLimitedError) void reply.header('retry-after', String(error.retryAfterSeconds));
+    // A body refused before it was read to its end (over the limit, not JSON) is drained, so the
+    // reply reaches the client instead of a reset connection.
+    if (drainRequestBody(req.raw)) reply.removeHeader('connection');
     void reply.status(statusOf(error)).send(errorBody(error));
   });
   app.setNotFoundHandler((req, reply) => {

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { NotificationChannelsTable, NotificationDeliveriesTable } from '../../db/schema.js';
 import { parseDestinations } from './channels.repo.js';
+import { withoutFormerMembers } from './members.js';
 import { type EventEnvelope, formatBody } from './payloads.js';
 
 type Ids = { newId: () => string; now: () => number };
@@ -37,7 +38,8 @@ export function envelopeOf(e: RecordedEvent): EventEnvelope {
  * The event bus → outbox step, run by `recordEvent` in the transaction of the change: finds the
  * enabled channels of the matching rules (event kind; the event's org, or its realm; the rule's
  * filter on `payload.team_id` / `payload.state`) plus the channels named in `payload.channel_ids`
- * (a run's `notify_channels`), and writes one delivery per (channel, destination).
+ * (a run's `notify_channels`), and writes one delivery per (channel, destination). A personal
+ * channel hears the organization's events only while its person is a member (or site admin).
  */
 export async function enqueueEventDeliveries(db: Kysely<DB>, ids: Ids, e: RecordedEvent): Promise<number> {
   let orgId = e.org_id;
@@ -102,6 +104,7 @@ export async function enqueueEventDeliveries(db: Kysely<DB>, ids: Ids, e: Record
       .execute();
     for (const c of named) if (!channelIds.has(c.id)) channels.push(c);
   }
+  if (orgId) channels = await withoutFormerMembers(db, orgId, channels);
   if (channels.length === 0) return 0;
   const env = envelopeOf(e);
   let n = 0;

@@ -6,6 +6,46 @@ import { signBody, verifySignature } from './signing.js';
 import { checkDestination, refusedAddressReason } from './ssrf.js';
 
 describe('notifications: pure parts', () => {
+  it('refuses IPv4-mapped addresses in any spelling and NAT64 ones that are local-use or carry a private IPv4', () => {
+    // The whole ::ffff:0:0/96 (IPv4-mapped, any spelling), ::ffff:0:0:0/96 (IPv4-translated) and
+    // the local-use NAT64 prefix 64:ff9b:1::/48; the well-known NAT64 prefix when the IPv4 is private.
+    const table: [string, string | null][] = [
+      ['::ffff:127.0.0.1', 'loopback address'],
+      ['::ffff:7f00:1', 'loopback address'],
+      ['::FFFF:7F00:0001', 'loopback address'],
+      ['0:0:0:0:0:ffff:7f00:1', 'loopback address'],
+      ['[::ffff:7f00:1]', 'loopback address'],
+      ['::ffff:a9fe:a9fe', 'link-local address'],
+      ['::ffff:c0a8:1', 'private address'],
+      ['::ffff:8.8.8.8', 'IPv4-mapped address'],
+      ['::ffff:808:808', 'IPv4-mapped address'],
+      ['::ffff:0:0', 'unspecified ("this network") address'],
+      ['::ffff:0:8.8.8.8', 'IPv4-translated address'],
+      ['::ffff:0:7f00:1', 'loopback address'],
+      ['64:ff9b:1::1', 'local-use NAT64 address'],
+      ['64:ff9b:1::808:808', 'local-use NAT64 address'],
+      ['64:ff9b:1:ffff:ffff:ffff:ffff:ffff', 'local-use NAT64 address'],
+      ['64:ff9b::7f00:1', 'loopback address'],
+      ['64:ff9b::10.0.0.1', 'private address'],
+      ['64:ff9b::a9fe:a9fe', 'link-local address'],
+      ['64:ff9b::808:808', null],
+      ['64:ff9b::8.8.8.8', null],
+    ];
+    for (const [address, reason] of table) assert.equal(refusedAddressReason(address), reason, address);
+  });
+
+  it('refuses a URL or a DNS answer in the IPv4-mapped or local-use NAT64 ranges', async () => {
+    await assert.rejects(
+      checkDestination(new URL('http://[::ffff:8.8.8.8]/hook'), false),
+      /is an IPv4-mapped address/,
+    );
+    const lookup = async () => [{ address: '64:ff9b:1::a00:1', family: 6 as const }];
+    await assert.rejects(
+      checkDestination(new URL('https://nat64.example/x'), false, lookup),
+      /resolves to 64:ff9b:1::a00:1, a local-use NAT64 address/,
+    );
+  });
+
   it('refuses every non-public address, IPv4 and IPv6 (IPv4-mapped included)', () => {
     const refused = [
       '127.0.0.1',
@@ -43,7 +83,6 @@ describe('notifications: pure parts', () => {
       '172.32.0.1',
       '100.128.0.1',
       '2606:4700::1111',
-      '::ffff:8.8.8.8',
       '64:ff9b::808:808',
     ];
     for (const a of allowed) assert.equal(refusedAddressReason(a), null, a);

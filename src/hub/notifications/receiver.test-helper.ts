@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { until } from '../../../test/helpers/until.js';
 
 export interface Received {
   path: string;
@@ -67,16 +68,10 @@ export async function startReceiver(plan: number[] = [], fallback = 200): Promis
 }
 
 /** Waits for a condition the hub reaches asynchronously (a recorded outcome), polling briefly. */
-export async function eventually<T>(
+export function eventually<T>(
   probe: () => Promise<T | undefined | null | false>,
   what: string,
   timeoutMs = 10_000,
 ): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  return until(what, probe, timeoutMs);
 }

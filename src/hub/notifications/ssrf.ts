@@ -66,10 +66,17 @@ function v6Reason(h: number[]): string | null {
   const zeros = (n: number) => h.slice(0, n).every((w) => w === 0);
   if (zeros(8)) return 'unspecified address';
   if (zeros(7) && h[7] === 1) return 'loopback address';
-  // ::ffff:a.b.c.d (IPv4-mapped) and ::a.b.c.d (IPv4-compatible): judged as the IPv4 address.
-  if (zeros(5) && h[5] === 0xffff) return v4Reason(embeddedV4(h[6]!, h[7]!));
+  // IPv4-mapped (::ffff:0:0/96, in any spelling: ::ffff:127.0.0.1 is ::ffff:7f00:1), IPv4-
+  // translated (::ffff:0:0:0/96) and IPv4-compatible (::/96) addresses are refused whatever IPv4
+  // address they carry: a public DNS answer has no reason to use them, and a dual-stack socket
+  // would reach the IPv4 address behind them. The reason names a private IPv4 address when it is one.
+  if (zeros(5) && h[5] === 0xffff) return v4Reason(embeddedV4(h[6]!, h[7]!)) ?? 'IPv4-mapped address';
+  if (zeros(4) && h[4] === 0xffff && h[5] === 0)
+    return v4Reason(embeddedV4(h[6]!, h[7]!)) ?? 'IPv4-translated address';
   if (zeros(6)) return v4Reason(embeddedV4(h[6]!, h[7]!)) ?? 'IPv4-compatible address';
-  // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) carry an IPv4 address that must be public too.
+  // NAT64: the local-use prefix 64:ff9b:1::/48 (RFC 8215) is refused; the well-known prefix
+  // 64:ff9b::/96 and 6to4 (2002::/16) carry an IPv4 address that must be public.
+  if (h[0] === 0x64 && h[1] === 0xff9b && h[2] === 1) return 'local-use NAT64 address';
   if (h[0] === 0x64 && h[1] === 0xff9b && h.slice(2, 6).every((w) => w === 0))
     return v4Reason(embeddedV4(h[6]!, h[7]!));
   if (h[0] === 0x2002) return v4Reason(embeddedV4(h[1]!, h[2]!));
@@ -80,6 +87,9 @@ function v6Reason(h: number[]): string | null {
   if (h[0] === 0x2001 && h[1] === 0xdb8) return 'documentation address';
   return null;
 }
+
+/** "a loopback address", "an IPv4-mapped address", "an unspecified address". */
+const article = (reason: string) => (/^(IPv4|IETF|unspecified)/.test(reason) ? 'an' : 'a');
 
 export interface ResolvedAddress {
   address: string;
@@ -128,7 +138,7 @@ export async function checkDestination(
       const why = refusedAddressReason(a.address);
       if (why) {
         throw new RefusedDestination(
-          `destination refused: ${host} ${literal ? 'is' : `resolves to ${a.address},`} a ${why}; ` +
+          `destination refused: ${host} ${literal ? 'is' : `resolves to ${a.address},`} ${article(why)} ${why}; ` +
             'set notifications.allow_private_destinations to true to allow private destinations',
         );
       }

@@ -4,6 +4,7 @@ import { refuseRealmToken, requireOrg, requireSiteAdmin, requireUser } from '../
 import { aclChanged } from '../daemons/acl.js';
 import { cursor, id, limit, name, op } from '../http/op.js';
 import { keysetPage } from '../http/paging.js';
+import { detachPersonalChannels } from '../notifications/members.js';
 import {
   acceptInvite,
   createInvite,
@@ -184,7 +185,8 @@ export const orgOps = [
   }),
   op({
     name: 'orgs/remove_member',
-    summary: 'Removes a member from the organization, its groups and its realms.',
+    summary:
+      "Removes a member from the organization, its groups and its realms; their personal channels leave the organization's notification rules.",
     input: z.object({ org_id: id, user_id: id }),
     async handler(ctx, input) {
       const { org } = await requireOrg(ctx, ctx.actor, input.org_id, 'members.manage');
@@ -207,6 +209,7 @@ export const orgOps = [
           .where('member_id', '=', input.user_id)
           .where('realm_id', 'in', trx.selectFrom('realms').select('id').where('org_id', '=', org.id))
           .execute();
+        await detachPersonalChannels(trx, org.id, input.user_id, ctx.now());
       });
       await aclChanged(ctx, { orgId: org.id });
       return { data: { org_id: org.id, user_id: input.user_id, removed: true } };

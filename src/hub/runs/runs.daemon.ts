@@ -255,6 +255,7 @@ export async function startChild(hub: Hub, actor: DaemonActor, input: StartChild
         .selectFrom('team_versions')
         .select('name')
         .where('id', '=', parent.team_version_id)
+        .where('org_id', '=', parent.org_id)
         .executeTakeFirst()
     : undefined;
   const step = `${parentTeam?.name ?? parent.run_name}/${input.parent_phase}`;

@@ -17,16 +17,20 @@ import { addHistory, daemonActor, json, leaseMsOf, loadRun } from './runs.repo.j
 
 export const RUN_ITEM_KIND = 'run';
 
-/** The phases a run executes: its team version's, or one phase for a single-agent run. */
+/**
+ * The phases a run executes: its team version's, or one phase for a single-agent run. Rows are
+ * loaded within the run's organization only.
+ */
 export async function runDefinition(
   db: Kysely<DB>,
-  run: Pick<RunsTable, 'team_version_id' | 'agent_id'>,
+  run: Pick<RunsTable, 'org_id' | 'team_version_id' | 'agent_id'>,
 ): Promise<ExecuteRunBody['team']> {
   if (run.team_version_id) {
     const tv = await db
       .selectFrom('team_versions')
       .selectAll()
       .where('id', '=', run.team_version_id)
+      .where('org_id', '=', run.org_id)
       .executeTakeFirstOrThrow();
     const def = JSON.parse(tv.definition) as PinnedDefinition;
     return {
@@ -40,6 +44,7 @@ export async function runDefinition(
     .selectFrom('agents')
     .selectAll()
     .where('id', '=', run.agent_id!)
+    .where('org_id', '=', run.org_id)
     .executeTakeFirstOrThrow();
   return {
     name: agent.name,
@@ -49,7 +54,10 @@ export async function runDefinition(
   };
 }
 
-/** The self-contained `runs/execute` body (definition, manifests, inputs, outputs so far). */
+/**
+ * The self-contained `runs/execute` body (definition, manifests, inputs, outputs so far). Only
+ * manifests of the run's organization go in, whatever ids a stored definition pins.
+ */
 export async function executeBody(
   db: Kysely<DB>,
   run: RunsTable,
@@ -63,6 +71,7 @@ export async function executeBody(
       .selectFrom('agents')
       .select(['id', 'manifest'])
       .where('id', 'in', agentIds)
+      .where('org_id', '=', run.org_id)
       .execute();
     for (const a of rows) agents[a.id] = JSON.parse(a.manifest) as RunAgentManifest;
   }

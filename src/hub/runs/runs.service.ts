@@ -3,7 +3,7 @@ import type { DB } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import { isTerminal, type RunState } from '../../shared/api/run-states.js';
 import { AppError, conflict, forbidden, invalidParams, notFound } from '../../shared/errors.js';
-import { requireRealm } from '../access/access.service.js';
+import { countsAsRealmMember, requireRealm } from '../access/access.service.js';
 import type { Actor, UserActor } from '../access/actor.js';
 import { findAgent } from '../catalog/agents.routes.js';
 import { parseRef } from '../catalog/manifest.js';
@@ -13,6 +13,7 @@ import { enqueueCommand } from '../daemons/outbox.repo.js';
 import { decodeCursor, pageOf } from '../http/paging.js';
 import { unusableChannelIds } from '../notifications/channels.repo.js';
 import { cancelOpenReviews } from '../reviews/reviews.repo.js';
+import { requireReadyWorkspace } from '../workspaces/workspaces.repo.js';
 import { dispatchRun, runDefinition } from './runs.dispatch.js';
 import {
   addHistory,
@@ -154,6 +155,7 @@ export async function createRun(hub: Hub, actor: Actor | null, input: NewRunInpu
   const realmId = workspace?.realm_id ?? input.realm_id;
   if (!realmId) throw issue('realm_id', 'is required when no workspace_id is given');
   const { realm, actor: user } = await requireRealm(hub, actor, realmId, 'runs.create');
+  if (workspace) await requireReadyWorkspace(hub, workspace.id);
 
   const executionType = input.execution_type ?? (input.agent !== undefined ? 'agent' : 'team');
   let seed: Pick<RunSeed, 'team_id' | 'team_version_id' | 'agent_id' | 'base_name' | 'execution_type'>;
@@ -201,7 +203,9 @@ export async function createRun(hub: Hub, actor: Actor | null, input: NewRunInpu
 
   let reviewers: Record<string, string[]> | null = null;
   if (input.reviewers) {
-    const phases = new Set((await runDefinition(hub.db, seed)).phases.map((p) => p.name));
+    const phases = new Set(
+      (await runDefinition(hub.db, { ...seed, org_id: realm.org_id })).phases.map((p) => p.name),
+    );
     reviewers = {};
     for (const [phase, handles] of Object.entries(input.reviewers)) {
       if (!phases.has(phase)) throw issue(`reviewers.${phase}`, 'is not a phase of this run');
@@ -258,10 +262,12 @@ async function isRealmMemberHandle(
   realm: { id: string; org_id: string },
   handle: string,
 ): Promise<boolean> {
-  const { realmRoleOf } = await import('../access/access.service.js');
-  const u = await hub.db.selectFrom('users').select(['id']).where('handle', '=', handle).executeTakeFirst();
-  if (!u) return false;
-  return (await realmRoleOf(hub, u.id, realm)) !== null;
+  const u = await hub.db
+    .selectFrom('users')
+    .select(['id', 'is_site_admin'])
+    .where('handle', '=', handle)
+    .executeTakeFirst();
+  return u !== undefined && (await countsAsRealmMember(hub, u, realm));
 }
 
 /** Loads a run the caller may see: a user with `permission` in its realm, or a daemon of its realm. */

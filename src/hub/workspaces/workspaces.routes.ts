@@ -1,6 +1,5 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { isUniqueViolation } from '../../db/index.js';
 import type { WorkspacesTable } from '../../db/schema.js';
 import { AppError, conflict, forbidden, notFound } from '../../shared/errors.js';
 import { requireRealm, requireUser } from '../access/access.service.js';
@@ -13,28 +12,17 @@ import { enqueueCommand } from '../daemons/outbox.repo.js';
 import { sendCommand } from '../daemons/outbox.service.js';
 import { cursor, id, limit, op } from '../http/op.js';
 import { keysetPage } from '../http/paging.js';
+import {
+  findByPath,
+  loadWorkspace,
+  recordAccepted,
+  registerPending,
+  requireReadyWorkspace,
+  settleWorkspaces,
+} from './workspaces.repo.js';
 import { acceptedPath, normalizeWorkspacePath, workspaceOut } from './workspaces.service.js';
 
 const wsPath = z.string().min(1, 'must not be empty').max(4096);
-
-async function loadWorkspace(hub: Hub, workspaceId: string) {
-  const w = await hub.db
-    .selectFrom('workspaces')
-    .selectAll()
-    .where('id', '=', workspaceId)
-    .executeTakeFirst();
-  if (!w) throw notFound('workspace');
-  return w;
-}
-
-function findByPath(hub: Hub, daemonId: string, p: string) {
-  return hub.db
-    .selectFrom('workspaces')
-    .selectAll()
-    .where('daemon_id', '=', daemonId)
-    .where('path', '=', p)
-    .executeTakeFirst();
-}
 
 /** Realm admin of the owning realm, or the realm token of the workspace's own daemon. */
 async function requireWorkspaceAdmin(
@@ -53,21 +41,21 @@ export const workspaceOps = [
   op({
     name: 'workspaces/register',
     summary:
-      'Registers a directory of a daemon as a workspace. The daemon checks the path (absolute, an existing directory it can read and write); the hub records it only when the daemon accepted it.',
+      'Registers a directory of a daemon as a workspace. The daemon checks the path (absolute, an existing directory it can read and write). An offline daemon checks it when it connects: the workspace is `pending` (202) until then, then `ready` or `failed` with the daemon’s `error`.',
     input: z.object({ daemon_id: id, path: wsPath, name: z.string().trim().min(1).max(200).optional() }),
     async handler(ctx, input) {
       const user = requireUser(ctx.actor);
       const daemon = await loadLiveDaemon(ctx, input.daemon_id);
       await requireRealm(ctx, user, daemon.realm_id, 'workspaces.manage');
-      if (!(await daemonOnline(ctx, daemon.id))) {
-        throw conflict(
-          `daemon ${daemon.name} is offline; a workspace is registered only once its daemon has checked the path`,
-        );
-      }
       const wanted = normalizeWorkspacePath(input.path);
       const existing = await findByPath(ctx, daemon.id, wanted);
       const name = input.name ?? existing?.name ?? (path.posix.basename(wanted) || wanted);
       const workspaceId = existing?.id ?? ctx.newId();
+      if (!(await daemonOnline(ctx, daemon.id))) {
+        const w = { id: workspaceId, path: wanted, requestedPath: input.path, name, existing };
+        ctx.status(202);
+        return { data: workspaceOut(await registerPending(ctx, daemon, w)) };
+      }
       const txId = await sendCommand(ctx, daemon.id, 'workspaces/register', {
         id: workspaceId,
         path: input.path,
@@ -86,38 +74,12 @@ export const workspaceOps = [
           daemon_error: e,
         });
       }
-      const p = acceptedPath(result, wanted);
-      const now = ctx.now();
-      const row: WorkspacesTable = {
-        id: workspaceId,
-        daemon_id: daemon.id,
-        realm_id: daemon.realm_id,
-        path: p,
-        name,
-        team_ids: existing?.team_ids ?? '[]',
-        created_at: now,
-        updated_at: now,
-      };
-      let created = false;
-      if (!existing) {
-        try {
-          await ctx.db.insertInto('workspaces').values(row).execute();
-          created = true;
-        } catch (err) {
-          if (!isUniqueViolation(err)) throw err;
-        }
-      }
-      if (!created) {
-        await ctx.db
-          .updateTable('workspaces')
-          .set({ name, updated_at: now })
-          .where('daemon_id', '=', daemon.id)
-          .where('path', '=', p)
-          .execute();
-      }
-      const saved = await findByPath(ctx, daemon.id, p);
+      // A pending registration of the same path is settled by this one.
+      if (existing?.pending_tx_id) await withdrawCommand(ctx, existing.pending_tx_id);
+      const accepted = { id: workspaceId, path: acceptedPath(result, wanted), name, existing };
+      const { row, created } = await recordAccepted(ctx, daemon, accepted);
       ctx.status(created ? 201 : 200);
-      return { data: workspaceOut(saved!) };
+      return { data: workspaceOut(row) };
     },
   }),
   op({
@@ -126,6 +88,7 @@ export const workspaceOps = [
     input: z.union([z.object({ realm_id: id, limit, cursor }), z.object({ daemon_id: id, limit, cursor })]),
     async handler(ctx, input) {
       const realmId = await realmOfScope(ctx, ctx.actor, input);
+      await settleWorkspaces(ctx, 'daemon_id' in input ? { daemonId: input.daemon_id } : { realmId });
       const page = await keysetPage(
         ctx.db
           .selectFrom('workspaces')
@@ -145,9 +108,10 @@ export const workspaceOps = [
     input: z.object({ id }),
     async handler(ctx, input) {
       const user = requireUser(ctx.actor);
-      const w = await loadWorkspace(ctx, input.id);
-      await requireRealm(ctx, user, w.realm_id, 'runs.view');
-      return { data: workspaceOut(w) };
+      const found = await loadWorkspace(ctx, input.id);
+      await requireRealm(ctx, user, found.realm_id, 'runs.view');
+      await settleWorkspaces(ctx, { workspaceId: found.id });
+      return { data: workspaceOut(await loadWorkspace(ctx, found.id)) };
     },
   }),
   op({
@@ -174,18 +138,21 @@ export const workspaceOps = [
         if (!w) return { removed: false };
       }
       const r = await ctx.db.deleteFrom('workspaces').where('id', '=', w.id).executeTakeFirst();
+      // A registration its daemon has not received yet is withdrawn: the daemon never gets it.
+      if (w.pending_tx_id) await withdrawCommand(ctx, w.pending_tx_id);
       return { removed: Number(r.numDeletedRows) > 0 };
     },
   }),
   op({
     name: 'workspaces/assign_teams',
     summary:
-      'Sets the teams (team ids; a team_version_id stands for its team) a workspace runs. Each must be installed on the workspace’s daemon.',
+      'Sets the teams (team ids; a team_version_id stands for its team) a workspace runs. Each must be installed on the workspace’s daemon, and the workspace must be ready.',
     input: z.object({ workspace_id: id, team_ids: z.array(id).max(500) }),
     async handler(ctx, input) {
       const user = requireUser(ctx.actor);
-      const w = await loadWorkspace(ctx, input.workspace_id);
-      const { realm } = await requireRealm(ctx, user, w.realm_id, 'workspaces.manage');
+      const found = await loadWorkspace(ctx, input.workspace_id);
+      const { realm } = await requireRealm(ctx, user, found.realm_id, 'workspaces.manage');
+      const w = await requireReadyWorkspace(ctx, found.id);
       const refs = [...new Set(input.team_ids)];
       const versions = refs.length
         ? await ctx.db

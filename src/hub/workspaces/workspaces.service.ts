@@ -4,7 +4,8 @@ import type { CommandResult } from '../daemons/outbox.repo.js';
 
 /**
  * Workspaces: directories on a daemon's machine. The daemon decides whether a path is usable; the
- * hub only records what the daemon accepted.
+ * hub records what the daemon accepted, or, for an offline daemon, a `pending` workspace that its
+ * daemon checks when it connects (`ready`, or `failed` with the daemon's error).
  */
 
 /** An absolute POSIX path without `.`/`..` segments or a trailing slash (the daemon does the same). */
@@ -22,6 +23,8 @@ export function workspaceOut(w: WorkspacesTable) {
     path: w.path,
     name: w.name,
     team_ids: JSON.parse(w.team_ids) as string[],
+    status: w.status,
+    error: w.error === null ? null : (JSON.parse(w.error) as { code: string; message: string }),
     created_at: w.created_at,
     updated_at: w.updated_at,
   };
