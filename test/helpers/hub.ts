@@ -50,7 +50,7 @@ export async function post(url: string, body: unknown, token?: string | null): P
 /** Starts a hub on a fresh test database with a known admin token. */
 export async function startTestHub(opts: Partial<StartHubOptions> = {}): Promise<TestHub> {
   const db = testDatabase();
-  const adminToken = mintToken('user');
+  const adminToken = opts.adminToken ?? mintToken('user');
   const startOn = (more: Partial<StartHubOptions>) =>
     startHub({
       databaseUrl: db.url,

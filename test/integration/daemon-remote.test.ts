@@ -103,7 +103,8 @@ describe('daemon remote callers, connected to a hub (network namespace)', { skip
   const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
   const poll = (headers: Record<string, string> = {}) => ns.post(`${base}/teams/list`, {}, headers);
   before(async () => {
-    h = await startTestHub();
+    // A hand-chosen admin token (no checksum): the daemon asks the hub about it like any svc_tok_.
+    h = await startTestHub({ adminToken: 'svc_tok_chosen-by-the-operator-0001' });
     w = await buildWorld(h);
     d = await startTestDaemon(home.dir, {
       config: { host: ns.hostAddr, hubUrls: [h.url], realmToken: w.tokens.realm_token! },

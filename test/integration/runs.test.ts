@@ -199,6 +199,19 @@ fs.writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({
     }
   });
 
+  it('fails a phase whose outputs nest deeper than the limit, saying so', async () => {
+    const deep = agents.write(
+      'deep',
+      `require('fs').writeFileSync(process.env.SVC_OUTPUT, '{"a":'.repeat(150) + '1' + '}'.repeat(150));`,
+    );
+    await registerAgent(h, w.orgId, 'deep', deep);
+    await registerTeam(h, w.orgId, 'deep-team', [{ name: 'nest', agent: 'deep' }]);
+    const created = await h.ok('runs/new', { realm_id: w.realmId, team: 'deep-team' });
+    const done = await waitForRun(h, created.data.run_id, ended);
+    assert.equal(done.state, 'failed');
+    assert.match(done.error, /SVC_OUTPUT is nested deeper than 100 levels/);
+  });
+
   it('runs in its workspace on the workspace daemon; the realm comes from the workspace', async () => {
     const dir = agents.dir;
     const ws = await h.ok('workspaces/register', { daemon_id: d.daemonId(), path: dir });

@@ -68,16 +68,28 @@ async function call(url: string, op: string, body: unknown, token: string) {
   return json.data;
 }
 
-/** A client that sends the head of a request and half of its body, then holds the connection. */
+/**
+ * A client that sends the head of a request and part of its body, then holds the connection. It asks
+ * for `100 Continue`, so once that arrives the server has the request in flight.
+ */
 async function holdRequest(url: string, route: string): Promise<void> {
   const u = new URL(url);
   const socket = net.connect(Number(u.port), u.hostname);
   sockets.push(socket);
   socket.on('error', () => {});
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  const continued = new Promise<void>((resolve) => {
+    let seen = '';
+    socket.on('data', (d: Buffer) => {
+      seen += d.toString();
+      if (seen.includes('100 Continue')) resolve();
+    });
+  });
   socket.write(
-    `POST ${route} HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"ha`,
+    `POST ${route} HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n`,
   );
+  await continued;
+  socket.write('{"ha');
 }
 
 /** A webhook receiver that accepts requests and never answers them. */

@@ -29,6 +29,8 @@ export interface HugMessagesTable {
   role: string;
   payload: string;
   created_at: number;
+  /** 1 when the hub sent it (tunnel or hub-held dispatch token): only those decide a run's review. */
+  from_hub: Generated<number>;
 }
 
 /** Tokens minted by `tokens/create` for remote callers while the daemon is unconnected. */

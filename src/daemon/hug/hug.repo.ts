@@ -11,11 +11,17 @@ export interface PendingReviewMessage extends HugMessage {
   created_at: number;
 }
 
+/** A message as the runner reads it: with whether the hub sent it. */
+export interface ReceivedReviewMessage extends PendingReviewMessage {
+  fromHub: boolean;
+}
+
 export async function enqueueHugMessage(
   db: Kysely<DaemonDB>,
   reviewId: string,
   message: HugMessage,
   now: number,
+  fromHub: boolean,
 ): Promise<void> {
   await db
     .insertInto('hug_messages')
@@ -25,6 +31,7 @@ export async function enqueueHugMessage(
       role: message.role,
       payload: JSON.stringify(message.payload),
       created_at: now,
+      from_hub: fromHub ? 1 : 0,
     })
     .execute();
 }
@@ -33,7 +40,7 @@ export async function enqueueHugMessage(
 export async function takeHugMessages(
   db: Kysely<DaemonDB>,
   reviewId: string,
-): Promise<PendingReviewMessage[]> {
+): Promise<ReceivedReviewMessage[]> {
   const rows = await db
     .selectFrom('hug_messages')
     .selectAll()
@@ -51,5 +58,6 @@ export async function takeHugMessages(
     role: r.role,
     payload: JSON.parse(r.payload) as Record<string, unknown>,
     created_at: r.created_at,
+    fromHub: r.from_hub === 1,
   }));
 }

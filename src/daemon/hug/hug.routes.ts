@@ -21,7 +21,8 @@ export const hugRoutes = [
       }),
     }),
     async handler(ctx, input) {
-      await enqueueHugMessage(ctx.db, input.review_id, input.message, ctx.now());
+      const fromHub = ctx.caller.kind === 'hub' || ctx.caller.kind === 'dispatch';
+      await enqueueHugMessage(ctx.db, input.review_id, input.message, ctx.now(), fromHub);
       // A run waiting for this review's verdict reads it (after this transaction commits).
       ctx.runner?.hugInbox.notify(input.review_id);
       return { review_id: input.review_id, queued: true };
@@ -33,7 +34,8 @@ export const hugRoutes = [
     input: z.object({ review_id: reviewId }),
     async handler(ctx, input) {
       // The router runs this in one SQLite transaction: select and delete are atomic.
-      return { entries: await takeHugMessages(ctx.db, input.review_id) };
+      const taken = await takeHugMessages(ctx.db, input.review_id);
+      return { entries: taken.map(({ fromHub: _, ...entry }) => entry) };
     },
   }),
   route({

@@ -2,7 +2,11 @@ import { type ChildProcess, spawn as nodeSpawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { jsonTextTooDeep } from '../../shared/json-depth.js';
 import type { RunAgentManifest, RunLogLine } from '../../shared/protocol.js';
+
+/** How deep an agent's outputs may nest (well within the hub's body limit, see agent.ts). */
+export const MAX_OUTPUT_DEPTH = 100;
 
 /**
  * One `exec` agent as a child process (CONTRACT.md §5): its own process group (so a stop reaches
@@ -158,6 +162,11 @@ export function startAgent(spec: AgentSpec): AgentRun {
         return resolve({ ok: true, outputs: {} });
       }
       if (text.trim() === '') return resolve({ ok: true, outputs: {} });
+      // Outputs travel on inside other bodies (reports, later phases, child runs), each adding
+      // levels, and the hub refuses bodies nested deeper than MAX_JSON_DEPTH.
+      if (jsonTextTooDeep(text, MAX_OUTPUT_DEPTH)) {
+        return resolve({ ok: false, error: `SVC_OUTPUT is nested deeper than ${MAX_OUTPUT_DEPTH} levels` });
+      }
       try {
         const value: unknown = JSON.parse(text);
         // Outputs are an object (or a list); anything else is kept as {value}.

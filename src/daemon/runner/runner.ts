@@ -554,6 +554,11 @@ export class Runner {
         const entries = await this.opts.db.transaction().execute((trx) => takeHugMessages(trx, reviewId));
         for (const e of entries) {
           const p = e.payload as Partial<ReviewMessagePayload>;
+          if (!e.fromHub) {
+            // Another process of this machine queued it: only the hub decides a review.
+            line(`ignored a review ${e.type} that did not come from the hub`);
+            continue;
+          }
           if (e.type === 'verdict') {
             line(
               `review ${p.action ?? '?'}${p.actor ? ` by ${p.actor}` : ''}${p.comment ? `: ${p.comment}` : ''}`,

@@ -3,6 +3,7 @@ import * as m0001 from './0001_daemon.js';
 import * as m0002 from './0002_catalog.js';
 import * as m0003 from './0003_runs.js';
 import * as m0004 from './0004_review_wait.js';
+import * as m0005 from './0005_hug_source.js';
 
 /** The daemon's migrations, in order. Append, never edit a released one. */
 export const daemonMigrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const daemonMigrations: Record<string, Migration> = {
   '0002_catalog': m0002,
   '0003_runs': m0003,
   '0004_review_wait': m0004,
+  '0005_hug_source': m0005,
 };
