@@ -9,11 +9,11 @@
 import { once } from 'node:events';
 import Fastify from 'fastify';
 import { WebSocket, WebSocketServer } from 'ws';
-import { sendCommand } from '../src/hub/daemons/outbox.service.js';
-import { offerItem } from '../src/hub/daemons/queue.service.js';
+import { sendCommand } from '../src/hub/daemons/commands.js';
 import { startHub } from '../src/hub/server.js';
 import { createLogger } from '../src/shared/logger.js';
 import { mintToken } from '../src/shared/tokens.js';
+import { offerItem } from '../test/helpers/offers.js';
 import type { BenchResult } from './index.js';
 import { type Child, startChild } from './lib/child.js';
 import { benchDatabase, pool } from './lib/util.js';
@@ -129,7 +129,7 @@ export default async function tunnelBench(): Promise<BenchResult[]> {
     const race = async (n: number) => {
       await racers!.request('stats', { reset: true });
       const t0 = performance.now();
-      for (let i = 0; i < n; i++) await offerItem(running.hub, realmId, 'bench', { i });
+      for (let i = 0; i < n; i++) await offerItem(running.hub, realmId, { i });
       const deadline = Date.now() + 120_000;
       // biome-ignore lint/suspicious/noExplicitAny: child reply
       let st: any;

@@ -165,3 +165,14 @@ export function isUniqueViolation(err: unknown): boolean {
 
 export const toBool = (v: number | boolean | null | undefined): boolean => v === 1 || v === true;
 export const fromBool = (v: boolean): number => (v ? 1 : 0);
+
+/**
+ * Runs a conditional UPDATE (or DELETE) and answers whether it touched exactly one row: the way a
+ * guarded move tells that it won (the row was still as expected) or lost (it changed meanwhile).
+ */
+export async function updateOne(q: {
+  executeTakeFirst(): Promise<{ numUpdatedRows?: bigint; numDeletedRows?: bigint }>;
+}): Promise<boolean> {
+  const res = await q.executeTakeFirst();
+  return Number(res.numUpdatedRows ?? res.numDeletedRows ?? 0) === 1;
+}

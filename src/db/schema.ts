@@ -1,3 +1,5 @@
+import type { RunState } from '../shared/api/run-states.js';
+
 /**
  * Table types for Kysely. Conventions that hold on both databases:
  * times are integer ms (`bigint` columns, parsed to number), ids are UUID strings,
@@ -279,7 +281,7 @@ export interface RunsTable {
   iteration_key: string | null;
   child_key: string | null;
   run_name: string;
-  state: string;
+  state: RunState;
   inputs: string;
   /** JSON: phase name → that phase's outputs. */
   outputs: string;
@@ -317,7 +319,7 @@ export interface RunHistoryTable {
   from_phase: string | null;
   phase: string | null;
   /** The run's state after this entry. */
-  state: string;
+  state: RunState;
   error: string | null;
   actor: string | null;
   /** JSON: the entry's details (a review's id, summary, verdict), or null. */

@@ -1,5 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB, Dialect } from '../db/index.js';
+import type { RunsTable } from '../db/schema.js';
+import type { RunState } from '../shared/api/run-states.js';
 import type { Clock, IdGen } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from '../shared/shutdown.js';
@@ -20,7 +22,27 @@ export interface Hub {
   passwords: PasswordGate;
   /** This process's daemon connections, command delivery and dispatch keys (src/hub/daemons/). */
   tunnel: Tunnel;
+  /**
+   * Work other features do in the transaction where a run ends (reviews close), composed in
+   * server.ts so that the runs feature does not depend on them.
+   */
+  runEnded: readonly RunEndedHook[];
 }
+
+/**
+ * One transaction of a change, with the daemon commands it causes: `command` writes one in the
+ * outbox in this transaction, and the tunnel sends it once the transaction has committed
+ * (src/hub/daemons/commands.ts, `inTx`).
+ */
+export interface Tx {
+  db: Kysely<DB>;
+  hub: Hub;
+  /** Writes a command for a daemon with this transaction; answers its tx_id. */
+  command(daemonId: string, path: string, body: unknown): Promise<string>;
+}
+
+/** Called in the transaction where a run reaches a terminal state. */
+export type RunEndedHook = (tx: Tx, run: RunsTable, state: RunState) => Promise<void>;
 
 export interface HubConfig {
   /** Public URL of the hub, used in invitation e-mails. */
@@ -59,7 +81,7 @@ export interface HubConfig {
   dispatchTokenTtlMs: number;
   /** The run lease sweeper runs this often. */
   runSweepMs: number;
-  /** Runs re-dispatch pass (src/hub/runs/runs.redispatch.ts) runs this often. */
+  /** Runs re-dispatch pass (src/hub/runs/redispatch.service.ts) runs this often. */
   runRedispatchMs: number;
   /** An offer nobody claimed (or whose claimer went away) for this long goes back to dispatch. */
   offerTimeoutMs: number;

@@ -3,7 +3,6 @@ import { agentOps } from './catalog/agents.routes.js';
 import { installOps } from './catalog/installs.routes.js';
 import { teamOps } from './catalog/teams.routes.js';
 import { daemonOps } from './daemons/daemons.routes.js';
-import { queueOps } from './daemons/queue.routes.js';
 import { groupOps } from './groups/groups.routes.js';
 import type { Op } from './http/op.js';
 import { meshOps } from './mesh/mesh.routes.js';
@@ -23,7 +22,6 @@ export const hubOps: Op[] = [
   ...realmOps,
   ...groupOps,
   ...daemonOps,
-  ...queueOps,
   ...settingOps,
   ...meshOps,
   ...channelOps,

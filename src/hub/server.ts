@@ -16,6 +16,7 @@ import { startDeliveryWorker } from './notifications/worker.js';
 import { hubOps } from './ops.js';
 import { createMailer } from './orgs/mailer.js';
 import { startReviewExpiry } from './reviews/reviews.background.js';
+import { closeReviewsOfEndedRun } from './reviews/reviews.service.js';
 import { startRunsBackground } from './runs/runs.background.js';
 
 export interface StartHubOptions {
@@ -71,6 +72,8 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
       mailer: opts.smtp ? createMailer(opts.smtp, log) : null,
       config,
       passwords: createPasswordGate({ concurrency: config.passwordConcurrency, queue: config.passwordQueue }),
+      // What other features do when a run ends (src/hub/runs/lifecycle.ts): open reviews close.
+      runEnded: [closeReviewsOfEndedRun],
     };
     // Several hub processes (src/hub/cluster/): wake-ups through PostgreSQL LISTEN/NOTIFY, presence.
     const instanceId = base.newId();

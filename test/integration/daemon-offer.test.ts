@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { RunningDaemon } from '../../src/daemon/main.js';
-import { offerItem } from '../../src/hub/daemons/queue.service.js';
 import { mintToken } from '../../src/shared/tokens.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
+import { offerItem } from '../helpers/offers.js';
 import { buildWorld, type World } from '../helpers/world.js';
 import { call, daemonHome, refusingUrl, startTestDaemon, whenConnected } from './daemon-harness.js';
 
@@ -114,7 +114,7 @@ describe('offer_job against a real hub', () => {
     assert.equal(unknown.status, 502);
     assert.equal(unknown.body.error.code, 'CLAIM_FAILED');
     assert.equal(unknown.body.error.details.hub_code, 'not_found');
-    const { queue_item_id } = await offerItem(h.running.hub, w.otherRealmId, 'run', {});
+    const { queue_item_id } = await offerItem(h.running.hub, w.otherRealmId, {});
     const otherRealm = await call(a.url, 'offer_job', { queue_item_id });
     assert.equal(otherRealm.body.error.code, 'CLAIM_FAILED');
     const forSomeoneElse = await call(a.url, 'offer_job', { queue_item_id, daemon_id: bId });

@@ -5,10 +5,10 @@ import { z } from 'zod';
 import type { RunningDaemon } from '../../src/daemon/main.js';
 import { route } from '../../src/daemon/router.js';
 import { daemonRoutes } from '../../src/daemon/routes.js';
+import { sendCommand } from '../../src/hub/daemons/commands.js';
 import type { CommandResult } from '../../src/hub/daemons/outbox.repo.js';
-import { sendCommand } from '../../src/hub/daemons/outbox.service.js';
-import { offerItem } from '../../src/hub/daemons/queue.service.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
+import { offerItem } from '../helpers/offers.js';
 import { buildWorld, type World } from '../helpers/world.js';
 import { daemonHome, freePort, refusingUrl, startTestDaemon, whenConnected } from './daemon-harness.js';
 
@@ -197,7 +197,7 @@ describe('daemon ↔ hub tunnel', () => {
       const offers = [];
       try {
         for (let i = 0; i < items; i++)
-          offers.push(await offerItem(hub(), w.otherRealmId, 'run', { team_id: `t${i}` }));
+          offers.push(await offerItem(hub(), w.otherRealmId, { team_id: `t${i}` }));
         assert.ok(offers.every((o) => o.offers.length === n));
         expected = new Set(offers.flatMap((o) => o.offers.map((x) => x.tx_id)));
         check();

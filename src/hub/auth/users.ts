@@ -142,3 +142,12 @@ async function installAdminToken(hub: Hub, adminId: string, adminToken: string):
       .execute();
   });
 }
+
+/** The user with this handle (id and site-administrator flag), or undefined. */
+export function userByHandle(db: Hub['db'], handle: string) {
+  return db
+    .selectFrom('users')
+    .select(['id', 'is_site_admin'])
+    .where('handle', '=', handle)
+    .executeTakeFirst();
+}

@@ -4,9 +4,10 @@ import { conflict, notFound } from '../../shared/errors.js';
 import { requireOrg, requireUser } from '../access/access.service.js';
 import type { Hub } from '../context.js';
 import { id, op } from '../http/op.js';
+import { findAgent } from './catalog.repo.js';
 import { documentInput, getInput, listInput, registerFields } from './catalog.schemas.js';
 import { normalizeAgentManifest } from './manifest.js';
-import { byNameNewestFirst, newest, offsetPage, registerVersion } from './versions.js';
+import { byNameNewestFirst, offsetPage, registerVersion } from './versions.js';
 
 export function agentOut(a: AgentsTable, withManifest = false) {
   return {
@@ -21,18 +22,6 @@ export function agentOut(a: AgentsTable, withManifest = false) {
     updated_at: a.updated_at,
     ...(withManifest ? { manifest: JSON.parse(a.manifest) as unknown } : {}),
   };
-}
-
-/** The agent `name` (newest version) or `name@version` in an org, or null. */
-export async function findAgent(hub: Hub, orgId: string, name: string, version: string | null) {
-  const rows = await hub.db
-    .selectFrom('agents')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('name', '=', name)
-    .$if(version !== null, (q) => q.where('version', '=', version!))
-    .execute();
-  return newest(rows);
 }
 
 export const agentOps = [
@@ -83,7 +72,7 @@ export const agentOps = [
           return Number(r.numUpdatedRows);
         },
       );
-      const saved = await findAgent(ctx, org.id, row.name, row.version);
+      const saved = await findAgent(ctx.db, org.id, row.name, row.version);
       ctx.status(created ? 201 : 200);
       return { data: agentOut(saved!, true) };
     },
@@ -118,7 +107,7 @@ export const agentOps = [
         await requireOrg(ctx, ctx.actor, agent.org_id, 'agents.view');
       } else {
         await requireOrg(ctx, ctx.actor, input.org_id, 'agents.view');
-        agent = await findAgent(ctx, input.org_id, input.name, input.version ?? null);
+        agent = await findAgent(ctx.db, input.org_id, input.name, input.version ?? null);
         if (!agent) throw notFound('agent');
       }
       return { data: agentOut(agent, true) };

@@ -1,3 +1,5 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/index.js';
 import type { TeamInstallsTable, TeamVersionsTable } from '../../db/schema.js';
 import type { AgentBundle, TeamInstallCommand, TeamVersionBundle } from '../../shared/protocol-catalog.js';
 import type { Hub } from '../context.js';
@@ -149,4 +151,16 @@ export async function daemonsWithTeam(
     .orderBy('ti.daemon_id')
     .orderBy('ti.team_version_id')
     .execute();
+}
+
+/** Whether any daemon of the realm was ever asked to install this team (any version, any outcome). */
+export async function teamEverInstalled(db: Kysely<DB>, realmId: string, teamId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('team_installs')
+    .select('id')
+    .where('realm_id', '=', realmId)
+    .where('team_id', '=', teamId)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
 }

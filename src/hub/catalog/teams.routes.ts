@@ -4,10 +4,11 @@ import { conflict, notFound } from '../../shared/errors.js';
 import { requireOrg, requireUser } from '../access/access.service.js';
 import { id, op } from '../http/op.js';
 import { teamsUsing } from './agents.routes.js';
+import { findTeamVersion } from './catalog.repo.js';
 import { documentInput, getInput, listInput, registerFields } from './catalog.schemas.js';
 import { settleInstalls } from './installs.service.js';
 import { normalizeTeamDefinition } from './manifest.js';
-import { findTeamVersion, pinDefinition, teamOut } from './teams.service.js';
+import { pinDefinition, teamOut } from './teams.service.js';
 import { byNameNewestFirst, offsetPage, registerVersion } from './versions.js';
 
 export const teamOps = [
@@ -56,7 +57,7 @@ export const teamOps = [
           return Number(r.numUpdatedRows);
         },
       );
-      const saved = await findTeamVersion(ctx, org.id, row.name, row.version);
+      const saved = await findTeamVersion(ctx.db, org.id, row.name, row.version);
       ctx.status(created ? 201 : 200);
       return { data: teamOut(saved!) };
     },
@@ -95,7 +96,7 @@ export const teamOps = [
         await requireOrg(ctx, ctx.actor, tv.org_id, 'teams.view');
       } else {
         await requireOrg(ctx, ctx.actor, input.org_id, 'teams.view');
-        tv = await findTeamVersion(ctx, input.org_id, input.name, input.version ?? null);
+        tv = await findTeamVersion(ctx.db, input.org_id, input.name, input.version ?? null);
         if (!tv) throw notFound('team');
       }
       return { data: teamOut(tv) };

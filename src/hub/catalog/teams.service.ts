@@ -1,9 +1,8 @@
 import type { TeamVersionsTable } from '../../db/schema.js';
 import { AppError } from '../../shared/errors.js';
 import type { Hub } from '../context.js';
-import { findAgent } from './agents.routes.js';
+import { findAgent, findTeamVersion } from './catalog.repo.js';
 import { type Phase, parseRef, type TeamDefinition } from './manifest.js';
-import { newest } from './versions.js';
 
 /** A phase after registration: references pinned to a version and to the row they resolved to. */
 export type PinnedPhase = Phase & { agent_id?: string; team_version_id?: string };
@@ -13,17 +12,6 @@ export interface PinnedDefinition {
   description: string;
   phases: PinnedPhase[];
   [extra: string]: unknown;
-}
-
-export async function findTeamVersion(hub: Hub, orgId: string, name: string, version: string | null) {
-  const rows = await hub.db
-    .selectFrom('team_versions')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('name', '=', name)
-    .$if(version !== null, (q) => q.where('version', '=', version!))
-    .execute();
-  return newest(rows);
 }
 
 const bad = (message: string) => new AppError('bad_request', message);
@@ -39,7 +27,7 @@ export async function pinDefinition(hub: Hub, orgId: string, def: TeamDefinition
     const { agent_id: _agentId, team_version_id: _teamVersionId, ...p } = phase as PinnedPhase;
     if (p.agent !== undefined) {
       const ref = parseRef(p.agent);
-      const agent = await findAgent(hub, orgId, ref.name, ref.version);
+      const agent = await findAgent(hub.db, orgId, ref.name, ref.version);
       if (!agent) throw bad(`phase "${p.name}": agent ${p.agent} is not registered in this organization`);
       phases.push({ ...p, agent: `${agent.name}@${agent.version}`, agent_id: agent.id });
     } else {
@@ -47,7 +35,7 @@ export async function pinDefinition(hub: Hub, orgId: string, def: TeamDefinition
       if (ref.name === def.name && (ref.version === null || ref.version === def.version)) {
         throw bad(`phase "${p.name}": team ${def.name} cannot call itself`);
       }
-      const team = await findTeamVersion(hub, orgId, ref.name, ref.version);
+      const team = await findTeamVersion(hub.db, orgId, ref.name, ref.version);
       if (!team) throw bad(`phase "${p.name}": team ${p.team} is not registered in this organization`);
       phases.push({ ...p, team: `${team.name}@${team.version}`, team_version_id: team.id });
     }

@@ -1,3 +1,5 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/index.js';
 import type { DaemonsTable } from '../../db/schema.js';
 import { notFound } from '../../shared/errors.js';
 import { requireRealm, requireUser } from '../access/access.service.js';
@@ -39,4 +41,29 @@ export async function realmOfScope(
     'daemon_id' in scope ? (await loadLiveDaemon(hub, scope.daemon_id)).realm_id : scope.realm_id;
   await requireRealm(hub, user, realmId, 'runs.view');
   return realmId;
+}
+
+/** Ids of the realm's daemons online now (not removed), in id order. */
+export async function onlineDaemonIds(db: Kysely<DB>, realmId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('daemons')
+    .select('id')
+    .where('realm_id', '=', realmId)
+    .where('status', '=', 'online')
+    .where('revoked_at', 'is', null)
+    .orderBy('id')
+    .execute();
+  return rows.map((d) => d.id);
+}
+
+/** Whether the daemon's tunnel is up, as the hub last saw it. */
+export async function daemonOnline(db: Kysely<DB>, daemonId: string | null): Promise<boolean> {
+  if (daemonId === null) return false;
+  const d = await db.selectFrom('daemons').select('status').where('id', '=', daemonId).executeTakeFirst();
+  return d?.status === 'online';
+}
+
+/** The realm of a daemon (removed or not), or undefined. */
+export function realmOfDaemon(db: Kysely<DB>, daemonId: string) {
+  return db.selectFrom('daemons').select('realm_id').where('id', '=', daemonId).executeTakeFirst();
 }

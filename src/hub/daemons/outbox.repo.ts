@@ -23,7 +23,7 @@ function nextSeq(now: number): number {
 /**
  * Writes a command for a daemon and returns its `tx_id`. Pass the caller's transaction as `db` so
  * the command commits with the change that caused it; after the commit, call
- * `hub.tunnel.wake(daemonId)` (or use `sendCommand`, which does both outside a transaction).
+ * `hub.tunnel.wake(daemonId)`; `inTx` (commands.ts) does both.
  * On PostgreSQL the same transaction also notifies `svc_outbox`, so a daemon connected to another
  * hub process gets the command when the transaction commits.
  * A plain-object body gets the `tx_id` too, since daemon routes deduplicate on it.

@@ -13,9 +13,9 @@ import { buildWorld, createOrgWithOwner, type World } from '../../../test/helper
 import { CommandFrame, HelloFrame } from '../../shared/protocol.js';
 import { mintToken } from '../../shared/tokens.js';
 import { aclChanged } from './acl.js';
+import { sendCommand } from './commands.js';
 import { DISPATCH_ALG, DISPATCH_ISSUER } from './dispatch.js';
 import { enqueueCommand, loadCommand } from './outbox.repo.js';
-import { sendCommand } from './outbox.service.js';
 
 describe('daemon tunnel', () => {
   let h: TestHub;

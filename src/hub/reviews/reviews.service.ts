@@ -1,28 +1,24 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { ReviewsTable, RunsTable } from '../../db/schema.js';
-import { AppError, conflict, forbidden, invalidParams, notFound } from '../../shared/errors.js';
+import { conflict, forbidden, invalidParams, notFound } from '../../shared/errors.js';
 import { type RealmRole, realmAllows } from '../../shared/permissions.js';
 import type { ReviewMessagePayload, ReviewRequestBody } from '../../shared/protocol.js';
 import { requireRealm, requireUser } from '../access/access.service.js';
 import type { Actor, DaemonActor, UserActor } from '../access/actor.js';
-import type { Hub } from '../context.js';
-import { enqueueCommand } from '../daemons/outbox.repo.js';
+import type { Hub, RunEndedHook, Tx } from '../context.js';
+import { inTx, Rollback, rolledBack } from '../daemons/commands.js';
 import { keysetPage } from '../http/paging.js';
-import { runDefinition } from '../runs/runs.dispatch.js';
-import {
-  addHistory,
-  daemonActor,
-  json,
-  leaseMsOf,
-  loadRun,
-  systemActor,
-  userActor,
-} from '../runs/runs.repo.js';
-import { moveRun, notifyParent } from '../runs/runs.service.js';
+import { runDefinition } from '../runs/dispatch.service.js';
+import { addHistory } from '../runs/history.repo.js';
+import { mustTransition, transition } from '../runs/lifecycle.js';
+import { daemonActor, json, systemActor, userActor } from '../runs/run.mapper.js';
+import { loadRun } from '../runs/runs.repo.js';
+import { leaseMsOf } from '../runs/settings.js';
 import {
   CLOSED_STATES,
   CLOSES_AS,
+  cancelOpenReviews,
   closeReview,
   countReviews,
   DEFAULT_REVIEW_MAX_ROUNDS,
@@ -68,7 +64,8 @@ export async function requestReview(
 ): Promise<{ review: ReviewOut; created: boolean }> {
   const leaseMs = await leaseMsOf(hub);
   const kind = input.kind ?? 'agent';
-  const { id, created } = await hub.db.transaction().execute(async (trx) => {
+  const { id, created } = await inTx(hub, async (tx) => {
+    const trx = tx.db;
     const run = await loadRun(trx, input.run_id);
     if (!run || run.realm_id !== actor.daemon.realm_id) throw notFound('run');
     const epoch = input.lease_epoch ?? run.lease_epoch;
@@ -109,10 +106,21 @@ export async function requestReview(
       verdict_action: null,
       verdict_comment: null,
     };
-    const moved = await moveRun(trx, run, 'awaiting_input', {
-      current_phase: phase.name,
-      lease_expires_at: now + leaseMs,
-      updated_at: now,
+    const moved = await transition(tx, run, 'awaiting_input', {
+      set: { current_phase: phase.name, lease_expires_at: now + leaseMs },
+      history: {
+        type: 'review.requested',
+        phase: phase.name,
+        actor: daemonActor(actor.daemon.id),
+        data: {
+          review_id: row.id,
+          kind,
+          round,
+          summary: input.summary.slice(0, SUMMARY_IN_EVENTS),
+          reviewers,
+          deadline_at: row.deadline_at,
+        },
+      },
     });
     if (!moved) {
       // Another request of the same review won the race: answer its review.
@@ -121,19 +129,6 @@ export async function requestReview(
       throw conflict('the run changed meanwhile; try again');
     }
     await trx.insertInto('reviews').values(row).execute();
-    await addHistory(trx, hub, run, 'awaiting_input', {
-      type: 'review.requested',
-      phase: phase.name,
-      actor: daemonActor(actor.daemon.id),
-      data: {
-        review_id: row.id,
-        kind,
-        round,
-        summary: input.summary.slice(0, SUMMARY_IN_EVENTS),
-        reviewers,
-        deadline_at: row.deadline_at,
-      },
-    });
     return { id: row.id, created: true };
   });
   return { review: reviewOut((await loadReview(hub.db, id))!, false), created };
@@ -201,41 +196,36 @@ async function maxRoundsOf(db: Kysely<DB>, run: RunsTable, phase: string): Promi
 
 /** Queues a review message for the daemon that asked (`hug/deliver`, through the outbox). */
 function deliver(
-  db: Kysely<DB>,
-  hub: Hub,
+  tx: Tx,
   review: Pick<ReviewsTable, 'id' | 'daemon_id'>,
   type: 'verdict' | 'comment',
   role: 'reviewer' | 'system',
   payload: ReviewMessagePayload,
 ): Promise<string> {
-  return enqueueCommand(db, hub, review.daemon_id, 'hug/deliver', {
+  return tx.command(review.daemon_id, 'hug/deliver', {
     review_id: review.id,
     message: { type, role, payload },
   });
 }
 
 /** Fails a run that awaits a review (reject, round limit, expiry), with its `run.ended` entry. */
-async function failAwaitingRun(
-  db: Kysely<DB>,
-  hub: Hub,
+function failAwaitingRun(
+  tx: Tx,
   run: RunsTable,
   error: string,
   phase: string,
   actor: Record<string, unknown>,
-): Promise<string | null> {
-  const now = hub.now();
-  const set: Partial<RunsTable> = {
-    error,
-    completed_at: now,
-    current_pid: null,
-    pending_control: null,
-    current_phase: phase,
-    updated_at: now,
-  };
-  if (!(await moveRun(db, run, 'failed', set))) throw conflict('the run changed meanwhile; try again');
-  await addHistory(db, hub, run, 'failed', { type: 'run.ended', phase, error, actor });
-  return notifyParent(db, hub, { ...run, ...set, state: 'failed' } as RunsTable, 'failed');
+) {
+  return mustTransition(tx, run, 'failed', {
+    set: { error, pending_control: null, current_phase: phase },
+    history: { phase, error, actor },
+  });
 }
+
+/** A run that ends while a review is open: the review closes with it (a `runEnded` hook). */
+export const closeReviewsOfEndedRun: RunEndedHook = async (tx, run) => {
+  await cancelOpenReviews(tx.db, run.run_id, tx.hub.now());
+};
 
 /**
  * `reviews/submit`: a verdict (approve, reject, request_changes) closes the review, once; a comment
@@ -265,8 +255,8 @@ export async function submitReview(
   }
   const leaseMs = await leaseMsOf(hub);
   const who = userActor(user.user);
-  const wake = await hub.db.transaction().execute(async (trx) => {
-    const list: string[] = [];
+  await inTx(hub, async (tx) => {
+    const trx = tx.db;
     const now = hub.now();
     if (input.action === 'comment') {
       const cur = await loadReviewRow(trx, review.id);
@@ -304,26 +294,24 @@ export async function submitReview(
         const max = await maxRoundsOf(trx, run, review.phase);
         if (review.round >= max) ending = `review: changes requested ${review.round} times, the limit`;
       }
-      if (ending === null) {
-        const moved = await moveRun(trx, run, 'running', {
-          lease_expires_at: now + leaseMs,
-          updated_at: now,
-        });
-        if (!moved) throw conflict('the run changed meanwhile; try again');
-        runContinues = true;
-      }
     }
-    await addHistory(trx, hub, run, ending !== null ? 'failed' : runContinues ? 'running' : run.state, {
+    const submitted = {
       type: 'review.submitted',
       phase: review.phase,
       actor: who,
       data: { review_id: review.id, action: input.action, comment, round: review.round },
-    });
-    if (ending !== null) {
-      const p = await failAwaitingRun(trx, hub, run, ending, review.phase, who);
-      if (p) list.push(p);
+    };
+    if (input.action !== 'comment' && waiting && ending === null) {
+      await mustTransition(tx, run, 'running', {
+        set: { lease_expires_at: now + leaseMs },
+        history: submitted,
+      });
+      runContinues = true;
+    } else {
+      await addHistory(trx, hub, run, ending !== null ? 'failed' : run.state, submitted);
+      if (ending !== null) await failAwaitingRun(tx, run, ending, review.phase, who);
     }
-    await deliver(trx, hub, review, input.action === 'comment' ? 'comment' : 'verdict', 'reviewer', {
+    await deliver(tx, review, input.action === 'comment' ? 'comment' : 'verdict', 'reviewer', {
       action: input.action,
       comment,
       actor: user.user.handle,
@@ -331,15 +319,10 @@ export async function submitReview(
       round: review.round,
       run_continues: runContinues,
     });
-    list.push(review.daemon_id);
-    return list;
   });
-  for (const d of new Set(wake)) hub.tunnel.wake(d);
   const after = (await loadReview(hub.db, review.id))!;
   return reviewOut(after, after.state === 'open' && maySubmit(user, role, after));
 }
-
-class Raced extends Error {}
 
 /**
  * The expiry pass: an open review past its deadline closes as `expired` and its run fails. One
@@ -358,55 +341,46 @@ export async function expireReviews(hub: Hub): Promise<number> {
   let expired = 0;
   for (const review of due) {
     const why = `review expired: no verdict within ${review.deadline_at! - review.requested_at} ms`;
-    let wake: string[] | null;
-    try {
-      wake = await hub.db.transaction().execute(async (trx) => {
-        const closed = await closeReview(trx, review.id, {
-          state: 'expired',
-          closed_at: now,
-          closed_by: null,
-          verdict_action: 'expired',
-          verdict_comment: why,
-        });
-        if (!closed) return null;
-        const list: string[] = [review.daemon_id];
-        const run = await loadRun(trx, review.run_id);
-        if (run) {
-          const waiting = run.state === 'awaiting_input' && run.lease_epoch === review.lease_epoch;
-          await addHistory(trx, hub, run, waiting ? 'failed' : run.state, {
-            type: 'review.expired',
-            phase: review.phase,
-            error: why,
-            actor: systemActor,
-            data: { review_id: review.id, round: review.round, deadline_at: review.deadline_at },
-          });
-          if (waiting) {
-            try {
-              const p = await failAwaitingRun(trx, hub, run, why, review.phase, systemActor);
-              if (p) list.push(p);
-            } catch (err) {
-              if (err instanceof AppError && err.code === 'conflict') throw new Raced();
-              throw err;
-            }
-          }
-        }
-        await deliver(trx, hub, review, 'verdict', 'system', {
-          action: 'expired',
-          comment: why,
-          actor: null,
-          review_id: review.id,
-          round: review.round,
-          run_continues: false,
-        });
-        return list;
+    const closedIt = await inTx(hub, async (tx) => {
+      const trx = tx.db;
+      const closed = await closeReview(trx, review.id, {
+        state: 'expired',
+        closed_at: now,
+        closed_by: null,
+        verdict_action: 'expired',
+        verdict_comment: why,
       });
-    } catch (err) {
-      if (err instanceof Raced) continue; // the run moved meanwhile: the next pass looks again
-      throw err;
-    }
-    if (!wake) continue;
-    expired++;
-    for (const d of new Set(wake)) hub.tunnel.wake(d);
+      if (!closed) return false;
+      const run = await loadRun(trx, review.run_id);
+      if (run) {
+        const waiting = run.state === 'awaiting_input' && run.lease_epoch === review.lease_epoch;
+        await addHistory(trx, hub, run, waiting ? 'failed' : run.state, {
+          type: 'review.expired',
+          phase: review.phase,
+          error: why,
+          actor: systemActor,
+          data: { review_id: review.id, round: review.round, deadline_at: review.deadline_at },
+        });
+        if (waiting) {
+          // The run moved meanwhile: undo, and let the next pass look again.
+          const failed = await transition(tx, run, 'failed', {
+            set: { error: why, pending_control: null, current_phase: review.phase },
+            history: { phase: review.phase, error: why, actor: systemActor },
+          });
+          if (!failed) throw new Rollback();
+        }
+      }
+      await deliver(tx, review, 'verdict', 'system', {
+        action: 'expired',
+        comment: why,
+        actor: null,
+        review_id: review.id,
+        round: review.round,
+        run_continues: false,
+      });
+      return true;
+    }).catch(rolledBack);
+    if (closedIt) expired++;
   }
   return expired;
 }

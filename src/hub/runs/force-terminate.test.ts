@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { RunsTable } from '../../db/schema.js';
-import { CANCEL_WAIT_MS, forceTerminateOf } from './runs.repo.js';
+import { CANCEL_WAIT_MS, forceTerminateOf } from './run.mapper.js';
 
 const NOW = 1_800_000_000_000;
 

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
-import { addHistory } from './runs.repo.js';
+import { addHistory } from './history.repo.js';
 
 describe("a run's notify_channels", () => {
   let h: TestHub;

@@ -6,9 +6,9 @@ import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
-import type { OfferJobBody } from '../daemons/queue.service.js';
 import type { RunningHub } from '../server.js';
-import { redispatchRuns } from './runs.redispatch.js';
+import type { OfferJobBody } from './dispatch.service.js';
+import { redispatchRuns } from './redispatch.service.js';
 
 describe('re-dispatch: runs that dispatch left waiting go back to it', () => {
   const OFFER_TIMEOUT_MS = 2_000;
@@ -83,7 +83,7 @@ describe('re-dispatch: runs that dispatch left waiting go back to it', () => {
     assert.notEqual(third.queue_item_id, second.queue_item_id);
     const run = (await h.ok('runs/get_by_id', { run_id: runId })).data;
     assert.equal(run.state, 'offered');
-    assert.equal(run.daemon_id, null);
+    assert.equal(run.daemon_id, null, 'the claimer that never started it holds it no more');
     const late = await h.call('runs/report', { run_id: runId, lease_epoch: epoch, event: 'started' }, token);
     assert.equal(late.status, 409, JSON.stringify(late.body));
     assert.equal((await claim(second.queue_item_id, daemonId, token)).body.data.claimed, false);
@@ -196,7 +196,7 @@ describe('re-dispatch with two hub processes passing at once', () => {
           i % 2 === 0
             ? { state: 'offered', queue_item_id: itemId }
             : {
-                state: 'offered',
+                state: 'assigned',
                 queue_item_id: itemId,
                 daemon_id: w.daemonId,
                 lease_epoch: 1,

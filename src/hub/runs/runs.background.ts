@@ -1,7 +1,7 @@
 import type { Hub } from '../context.js';
-import { onCommandAck, sweepLeases } from './runs.daemon.js';
-import { onDaemonConnected } from './runs.dispatch.js';
-import { redispatchRuns } from './runs.redispatch.js';
+import { onCommandAck, sweepLeases } from './daemon.service.js';
+import { onDaemonConnected } from './dispatch.service.js';
+import { redispatchRuns } from './redispatch.service.js';
 
 /**
  * The runs engine's background work in one hub process: the lease sweeper and the re-dispatch pass
@@ -36,7 +36,7 @@ export function startRunsBackground(hub: Hub, sweepMs: number): () => Promise<vo
     );
   }, sweepMs);
   timer.unref();
-  // Offers nobody took, claims never started, queued runs left behind (runs.redispatch.ts).
+  // Offers nobody took, claims never started, queued runs left behind (redispatch.service.ts).
   let redispatching = false;
   const redispatch = setInterval(() => {
     if (redispatching) return;

@@ -1,221 +1,256 @@
-import type { Kysely } from 'kysely';
-import type { DB } from '../../db/index.js';
+import type { ExpressionBuilder, Kysely, UpdateQueryBuilder, UpdateResult } from 'kysely';
+import { type DB, updateOne } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
-import { isTerminal, type RunState } from '../../shared/api/run-states.js';
-import type { Hub } from '../context.js';
-import { recordEvent } from '../events/events.js';
-import { getSetting } from '../settings/settings.repo.js';
+import type { RunState } from '../../shared/api/run-states.js';
+import { decodeCursor } from '../http/paging.js';
 
-/** Runs: SQL, the row → Run mapper and the history writer. */
+/**
+ * Runs: every query on the `runs` table, one named function each. A row's state changes only
+ * through `moveRow`, which lifecycle.ts's `transition` calls after checking the state table.
+ */
 
-export const DEFAULT_LEASE_MS = 30_000;
-export const DEFAULT_MAX_CALL_DEPTH = 8;
-/** A cancel that waited this long for its daemon makes the run eligible for force-terminate. */
-export const CANCEL_WAIT_MS = 60_000;
+type RunUpdate = UpdateQueryBuilder<DB, 'runs', 'runs', UpdateResult>;
+/** Extra conditions of a guarded write, beside "still in its state with its lease epoch". */
+export type RunGuard = (q: RunUpdate) => RunUpdate;
+/** Columns a write may change; the state only through `moveRow`. */
+export type RunChanges = Omit<Partial<RunsTable>, 'state' | 'run_id'>;
 
-async function intSetting(hub: { db: Kysely<DB> }, key: string, fallback: number, min: number) {
-  const raw = await getSetting(hub, key);
-  const n = raw === null ? Number.NaN : Number(raw);
-  return Number.isInteger(n) && n >= min ? n : fallback;
-}
-export const leaseMsOf = (hub: { db: Kysely<DB> }) => intSetting(hub, 'runs.lease_ms', DEFAULT_LEASE_MS, 100);
-export const maxCallDepthOf = (hub: { db: Kysely<DB> }) =>
-  intSetting(hub, 'runs.max_call_depth', DEFAULT_MAX_CALL_DEPTH, 0);
-
-export interface PendingControl {
-  type: 'cancel' | 'resume';
-  tx_id: string;
-  requested_by: string | null;
-  requested_at: number;
-}
-
-export const json = <T>(s: string | null): T | null => (s === null ? null : (JSON.parse(s) as T));
-export const toJson = (v: unknown): string | null =>
-  v === undefined || v === null ? null : JSON.stringify(v);
+/** The states in which a daemon may hold a run's lease. */
+export const LIVE: RunState[] = ['queued', 'offered', 'assigned', 'running', 'awaiting_input'];
 
 export function loadRun(db: Kysely<DB>, runId: string): Promise<RunsTable | undefined> {
   return db.selectFrom('runs').selectAll().where('run_id', '=', runId).executeTakeFirst();
 }
 
-export interface ForceTerminate {
-  already_terminated: boolean;
-  terminated_at: number | null;
-  terminated_by_user_id: string | null;
-  terminated_reason: string | null;
-  eligible: boolean;
-  trigger: string | null;
-  blocker: string | null;
+export function runOfQueueItem(db: Kysely<DB>, queueItemId: string) {
+  return db.selectFrom('runs').selectAll().where('queue_item_id', '=', queueItemId).executeTakeFirst();
 }
 
-/**
- * Whether a run may be force-terminated (CONTRACT.md §5): not terminal, and its daemon is offline
- * (or it never had one), its lease expired, or a cancel waited for its daemon over 60 s.
- */
-export function forceTerminateOf(run: RunsTable, daemonOnline: boolean, now: number): ForceTerminate {
-  const base = {
-    already_terminated: run.state === 'terminated',
-    terminated_at: run.terminated_at,
-    terminated_by_user_id: run.terminated_by_user_id,
-    terminated_reason: run.terminated_reason,
-  };
-  const state = run.state as RunState;
-  const yes = (trigger: string) => ({ ...base, eligible: true, trigger, blocker: null });
-  const no = (blocker: string) => ({ ...base, eligible: false, trigger: null, blocker });
-  // A lost run has ended, but nobody confirmed its agent stopped: it may still be terminated.
-  if (state === 'lost') return yes('lease_expired');
-  if (isTerminal(state)) return no('already_terminal');
-  if (run.daemon_id === null) return yes('no_daemon');
-  if (!daemonOnline) return yes('daemon_offline');
-  if ((state === 'running' || state === 'awaiting_input') && run.lease_expires_at < now) {
-    return yes('lease_expired');
-  }
-  const pc = json<PendingControl>(run.pending_control);
-  if (pc?.type === 'cancel') {
-    return now - pc.requested_at > CANCEL_WAIT_MS ? yes('cancel_unacknowledged') : no('cancel_pending');
-  }
-  return no('daemon_online_use_cancel');
+export function runOfChildKey(db: Kysely<DB>, childKey: string) {
+  return db.selectFrom('runs').selectAll().where('child_key', '=', childKey).executeTakeFirst();
 }
 
-/** The Run as the API shows it (spec: Run resource), plus `outputs` (phase name → outputs). */
-export function runOut(run: RunsTable, daemonOnline: boolean, now: number) {
-  return {
-    run_id: run.run_id,
-    workspace_id: run.workspace_id,
-    team_id: run.team_id,
-    daemon_id: run.daemon_id,
-    realm_id: run.realm_id,
-    parent_run_id: run.parent_run_id,
-    parent_phase: run.parent_phase,
-    root_run_id: run.root_run_id,
-    call_path: json<string[]>(run.call_path),
-    call_depth: run.call_depth,
-    iteration_key: run.iteration_key,
-    run_name: run.run_name,
-    state: run.state,
-    inputs: json<Record<string, unknown>>(run.inputs) ?? {},
-    error: run.error,
-    execution_type: run.execution_type,
-    current_pid: run.current_pid,
-    current_phase: run.current_phase,
-    external_id: run.external_id,
-    context_labels: json<unknown>(run.context_labels),
-    reviewers: json<Record<string, string[]>>(run.reviewers),
-    notify_channels: json<unknown>(run.notify_channels),
-    lease_expires_at: run.lease_expires_at,
-    started_at: run.started_at,
-    completed_at: run.completed_at,
-    pending_control: json<PendingControl>(run.pending_control),
-    force_terminate: forceTerminateOf(run, daemonOnline, now),
-    state_lost_at: run.state_lost_at,
-    team_version_id: run.team_version_id,
-    outputs: json<Record<string, unknown>>(run.outputs) ?? {},
-  };
-}
-export type RunOut = ReturnType<typeof runOut> & { history?: HistoryOut[] };
-
-export async function daemonOnline(db: Kysely<DB>, daemonId: string | null): Promise<boolean> {
-  if (daemonId === null) return false;
-  const d = await db.selectFrom('daemons').select('status').where('id', '=', daemonId).executeTakeFirst();
-  return d?.status === 'online';
+export function runOfControlTx(db: Kysely<DB>, txId: string) {
+  return db.selectFrom('runs').selectAll().where('control_tx_id', '=', txId).executeTakeFirst();
 }
 
-export interface HistoryEntry {
-  type: string;
-  from_phase?: string | null;
-  phase?: string | null;
-  error?: string | null;
-  actor?: Record<string, unknown> | null;
-  /** Details of the entry (a review's id and summary…): stored, shown, and added to the event. */
-  data?: Record<string, unknown> | null;
-}
-export interface HistoryOut {
-  type: string;
-  at: number;
-  from_phase: string | null;
-  phase: string | null;
-  error: string | null;
-  actor: Record<string, unknown> | null;
-  state: string;
-  data: Record<string, unknown> | null;
+export async function insertRunRow(db: Kysely<DB>, row: RunsTable): Promise<void> {
+  await db.insertInto('runs').values(row).execute();
 }
 
-/**
- * Appends a history entry (with the run's state after it) and records the same event in the
- * events table, in the caller's transaction.
- */
-export async function addHistory(
+/** How many runs of this team (or agent) the realm has: the number in a default run name. */
+export async function countRunsOf(
   db: Kysely<DB>,
-  hub: Pick<Hub, 'newId' | 'now'>,
-  run: Pick<RunsTable, 'run_id' | 'org_id' | 'realm_id' | 'team_id' | 'notify_channels'>,
-  state: string,
-  e: HistoryEntry,
-): Promise<void> {
-  const at = hub.now();
-  // A run's own notify_channels hear the events that need a person: its end, a loss, a review.
-  const channelIds = NOTIFY_RUN_CHANNELS_ON.has(e.type) ? (json<string[]>(run.notify_channels) ?? []) : [];
-  await db
-    .insertInto('run_history')
-    .values({
-      id: hub.newId(),
-      run_id: run.run_id,
-      type: e.type,
-      at,
-      from_phase: e.from_phase ?? null,
-      phase: e.phase ?? null,
-      state,
-      error: e.error ?? null,
-      actor: toJson(e.actor ?? null),
-      data: toJson(e.data ?? null),
-    })
-    .execute();
-  await recordEvent(db, hub, {
-    type: e.type,
-    org_id: run.org_id,
-    realm_id: run.realm_id,
-    subject_id: run.run_id,
-    payload: {
-      ...(e.data ?? {}),
-      run_id: run.run_id,
-      team_id: run.team_id,
-      state,
-      phase: e.phase ?? null,
-      error: e.error ?? null,
-      actor: e.actor ?? null,
-      ...(channelIds.length ? { channel_ids: channelIds } : {}),
-    },
-  });
+  realmId: string,
+  of: { teamId: string | null; agentId: string | null },
+): Promise<number> {
+  const n = await db
+    .selectFrom('runs')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('realm_id', '=', realmId)
+    .$if(of.teamId !== null, (q) => q.where('team_id', '=', of.teamId))
+    .$if(of.teamId === null, (q) => q.where('agent_id', '=', of.agentId))
+    .executeTakeFirstOrThrow();
+  return Number(n.n);
 }
 
-/** The run events also sent to the channels named in the run's `notify_channels`. */
-export const NOTIFY_RUN_CHANNELS_ON: ReadonlySet<string> = new Set([
-  'run.ended',
-  'run.lost',
-  'review.requested',
-]);
+/** Moves the row to `to` if it is still in `run.state` with `run.lease_epoch` (and the guard holds). */
+export function moveRow(
+  db: Kysely<DB>,
+  run: RunsTable,
+  to: RunState,
+  set: RunChanges,
+  guard: RunGuard = (q) => q,
+): Promise<boolean> {
+  return updateOne(
+    guard(
+      db
+        .updateTable('runs')
+        .set({ ...set, state: to })
+        .where('run_id', '=', run.run_id)
+        .where('state', '=', run.state)
+        .where('lease_epoch', '=', run.lease_epoch),
+    ),
+  );
+}
 
-export async function listHistory(db: Kysely<DB>, runId: string): Promise<HistoryOut[]> {
-  const rows = await db
-    .selectFrom('run_history')
+/** Changes columns of a run still in its state with its lease epoch (never the state). */
+export function updateRunRow(db: Kysely<DB>, run: RunsTable, set: RunChanges, guard: RunGuard = (q) => q) {
+  return updateOne(
+    guard(
+      db
+        .updateTable('runs')
+        .set(set)
+        .where('run_id', '=', run.run_id)
+        .where('state', '=', run.state)
+        .where('lease_epoch', '=', run.lease_epoch),
+    ),
+  );
+}
+
+/** Renews a lease the daemon still holds with this epoch. */
+export function renewLeaseRow(
+  db: Kysely<DB>,
+  held: { runId: string; realmId: string; daemonId: string; epoch: number },
+  until: number,
+): Promise<boolean> {
+  return updateOne(
+    db
+      .updateTable('runs')
+      .set({ lease_expires_at: until })
+      .where('run_id', '=', held.runId)
+      .where('realm_id', '=', held.realmId)
+      .where('daemon_id', '=', held.daemonId)
+      .where('lease_epoch', '=', held.epoch)
+      .where('state', 'in', LIVE),
+  );
+}
+
+/** Clears a run's pending control once its command was acked; false when it was cleared already. */
+export function clearControlRow(db: Kysely<DB>, runId: string, txId: string, now: number) {
+  return updateOne(
+    db
+      .updateTable('runs')
+      .set({ pending_control: null, control_tx_id: null, updated_at: now })
+      .where('run_id', '=', runId)
+      .where('control_tx_id', '=', txId),
+  );
+}
+
+export interface RunListFilter {
+  realm_id: string;
+  state?: string | undefined;
+  team_id?: string | undefined;
+  /** Every run below this top-level run (children, grandchildren…). */
+  root_run_id?: string | undefined;
+  /** Only runs without a parent. */
+  top_level?: boolean | undefined;
+  limit: number;
+  cursor?: string | undefined;
+}
+
+/** A page of a realm's runs, newest first (`limit + 1` rows: the extra one tells there are more). */
+export function listRunRows(db: Kysely<DB>, f: RunListFilter) {
+  const after = decodeCursor(f.cursor);
+  return (
+    db
+      .selectFrom('runs')
+      .selectAll()
+      .where('realm_id', '=', f.realm_id)
+      .$if(f.state !== undefined, (q) => q.where('state', '=', f.state as RunState))
+      .$if(f.team_id !== undefined, (q) => q.where('team_id', '=', f.team_id!))
+      // A descendant is created after its root and ids are UUID v7, so `run_id > root` bounds the
+      // scan of the (realm_id, run_id) index to the runs created since the root.
+      .$if(f.root_run_id !== undefined, (q) =>
+        q.where('root_run_id', '=', f.root_run_id!).where('run_id', '>', f.root_run_id!),
+      )
+      .$if(f.top_level === true, (q) => q.where('parent_run_id', 'is', null))
+      .$if(after !== null, (q) => q.where('run_id', '<', after!))
+      .orderBy('run_id', 'desc')
+      .limit(f.limit + 1)
+      .execute()
+  );
+}
+
+/** Children of a run that have not ended. */
+export function liveChildren(db: Kysely<DB>, runId: string) {
+  return db
+    .selectFrom('runs')
+    .select('run_id')
+    .where('parent_run_id', '=', runId)
+    .where('state', 'in', LIVE)
+    .execute();
+}
+
+/** Running runs whose lease expired (the sweeper's work). */
+export function expiredLeases(db: Kysely<DB>, now: number, limit: number) {
+  return db
+    .selectFrom('runs')
     .selectAll()
-    .where('run_id', '=', runId)
-    .orderBy('id')
+    .where('state', 'in', ['running', 'awaiting_input'])
+    .where('lease_expires_at', '<', now)
+    .limit(limit)
     .execute();
-  return rows.map((r) => ({
-    type: r.type,
-    at: r.at,
-    from_phase: r.from_phase,
-    phase: r.phase,
-    error: r.error,
-    actor: json<Record<string, unknown>>(r.actor),
-    state: r.state,
-    data: json<Record<string, unknown>>(r.data),
-  }));
 }
 
-export const userActor = (u: { id: string; handle: string }) => ({
-  type: 'user',
-  user_id: u.id,
-  handle: u.handle,
-});
-export const daemonActor = (daemonId: string) => ({ type: 'daemon', daemon_id: daemonId });
-export const systemActor = { type: 'system' };
+/** Runs assigned to a daemon that did not start them before their lease expired. */
+export function unstartedAssigned(db: Kysely<DB>, now: number, limit: number) {
+  return db
+    .selectFrom('runs')
+    .selectAll()
+    .where('state', '=', 'assigned')
+    .where('lease_expires_at', '<', now)
+    .orderBy('run_id')
+    .limit(limit)
+    .execute();
+}
+
+/**
+ * Offered runs whose item nobody claimed since `cutoff`, or whose item was claimed since `cutoff`
+ * without the run moving to its claimer; with the item and the claimer's status.
+ */
+export function staleOffers(db: Kysely<DB>, cutoff: number, limit: number) {
+  return db
+    .selectFrom('runs')
+    .innerJoin('queue_items as q', 'q.id', 'runs.queue_item_id')
+    .leftJoin('daemons as d', 'd.id', 'q.claimed_by')
+    .selectAll('runs')
+    .select(['q.id as item_id', 'q.status as item_status', 'q.claimed_by', 'd.status as claimer_status'])
+    .where('runs.state', '=', 'offered')
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('q.status', '=', 'offered'), eb('q.created_at', '<', cutoff)]),
+        eb.and([eb('q.status', '=', 'claimed'), eb('q.claimed_at', '<', cutoff)]),
+      ]),
+    )
+    .orderBy('runs.run_id')
+    .limit(limit)
+    .execute();
+}
+
+const realmHasOnlineDaemon = ({ exists, selectFrom }: ExpressionBuilder<DB, 'runs'>) =>
+  exists(
+    selectFrom('daemons as d')
+      .select('d.id')
+      .whereRef('d.realm_id', '=', 'runs.realm_id')
+      .where('d.status', '=', 'online')
+      .where('d.revoked_at', 'is', null),
+  );
+
+/** Queued runs untouched since `before` that a daemon could take (their realm has one online). */
+export function staleQueued(db: Kysely<DB>, before: number, limit: number) {
+  return db
+    .selectFrom('runs')
+    .select('run_id')
+    .where('state', '=', 'queued')
+    .where('updated_at', '<', before)
+    .where((eb) => eb.or([eb('workspace_id', 'is not', null), realmHasOnlineDaemon(eb)]))
+    .orderBy('updated_at')
+    .limit(limit)
+    .execute();
+}
+
+/** A realm's queued runs, oldest first. */
+export function queuedInRealm(db: Kysely<DB>, realmId: string, limit: number) {
+  return db
+    .selectFrom('runs')
+    .select('run_id')
+    .where('realm_id', '=', realmId)
+    .where('state', '=', 'queued')
+    .orderBy('run_id')
+    .limit(limit)
+    .execute();
+}
+
+/** A realm's runs offered and still waiting for a claim, with their item. */
+export function openOffersInRealm(db: Kysely<DB>, realmId: string, limit: number) {
+  return db
+    .selectFrom('runs')
+    .innerJoin('queue_items as q', 'q.id', 'runs.queue_item_id')
+    .select(['runs.run_id', 'runs.team_id', 'runs.queue_item_id'])
+    .where('runs.realm_id', '=', realmId)
+    .where('runs.state', '=', 'offered')
+    .where('q.status', '=', 'offered')
+    .limit(limit)
+    .execute();
+}

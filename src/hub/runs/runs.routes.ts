@@ -3,17 +3,11 @@ import { RUN_STATES } from '../../shared/api/run-states.js';
 import { AppendLogsBody, RenewLeaseBody, RunReportBody, StartChildBody } from '../../shared/protocol.js';
 import { requireDaemon } from '../access/access.service.js';
 import { id, op, paging } from '../http/op.js';
-import { appendLogs, renewLeases, reportRun, startChild } from './runs.daemon.js';
-import {
-  cancelRun,
-  createRun,
-  forceTerminate,
-  listRuns,
-  resumeRun,
-  runLogs,
-  showRun,
-  visibleRun,
-} from './runs.service.js';
+import { cancelRun, forceTerminate, resumeRun } from './control.service.js';
+import { createRun, startChild } from './create.service.js';
+import { appendLogs, renewLeases, reportRun } from './daemon.service.js';
+import { claimRun } from './dispatch.service.js';
+import { listRuns, runLogs, showRun, visibleRun } from './read.service.js';
 
 const handles = z.array(z.string().min(1).max(100)).max(100);
 
@@ -112,6 +106,15 @@ export const runOps = [
     },
   }),
   // Daemon-side calls.
+  op({
+    name: 'queue/claim',
+    summary:
+      'A daemon claims an offered run; the first claim wins (and gets runs/execute), the others get claimed: false.',
+    input: z.object({ queue_item_id: id, daemon_id: id }),
+    async handler(ctx, input) {
+      return { data: await claimRun(ctx, requireDaemon(ctx.actor), input) };
+    },
+  }),
   op({
     name: 'runs/report',
     summary:

@@ -6,15 +6,20 @@ import { canMove } from './state.js';
 // Every allowed move, written out once more by hand so a change to the table is a visible change here.
 const ALLOWED: [RunState, RunState][] = [
   ['queued', 'offered'],
-  ['queued', 'running'],
+  ['queued', 'assigned'],
   ['queued', 'failed'],
   ['queued', 'cancelled'],
   ['queued', 'terminated'],
   ['offered', 'queued'],
-  ['offered', 'running'],
+  ['offered', 'assigned'],
   ['offered', 'failed'],
   ['offered', 'cancelled'],
   ['offered', 'terminated'],
+  ['assigned', 'queued'],
+  ['assigned', 'running'],
+  ['assigned', 'failed'],
+  ['assigned', 'cancelled'],
+  ['assigned', 'terminated'],
   ['running', 'awaiting_input'],
   ['running', 'succeeded'],
   ['running', 'failed'],
@@ -42,12 +47,19 @@ describe('run state machine (CONTRACT.md §5)', () => {
     }
   });
 
+  it('a run reaches running only from assigned: a daemon holds it first', () => {
+    assert.deepEqual(
+      RUN_STATES.filter((s) => canMove(s, 'running')),
+      ['assigned', 'awaiting_input'],
+    );
+  });
+
   it('succeeded and terminated are final; resume leaves only failed, cancelled and lost', () => {
     for (const s of ['succeeded', 'terminated'] as const) {
       assert.ok(RUN_STATES.every((t) => !canMove(s, t)));
     }
     assert.deepEqual(
-      RUN_STATES.filter((s) => canMove(s, 'queued') && s !== 'offered'),
+      RUN_STATES.filter((s) => canMove(s, 'queued') && s !== 'offered' && s !== 'assigned'),
       ['failed', 'cancelled', 'lost'],
     );
     assert.deepEqual(RUN_STATES.filter(isTerminal), [

@@ -5,7 +5,7 @@ import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
 import type { RunningHub } from '../server.js';
-import { sweepLeases } from './runs.daemon.js';
+import { sweepLeases } from './daemon.service.js';
 
 // Several hub processes share one database only on PostgreSQL; SQLite is one process by design.
 describe('lease sweeper with two hub processes on one database', {

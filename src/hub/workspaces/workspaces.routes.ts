@@ -7,9 +7,9 @@ import type { Actor } from '../access/actor.js';
 import { settleInstalls } from '../catalog/installs.service.js';
 import type { Hub } from '../context.js';
 import { awaitCommand, daemonOnline, withdrawCommand } from '../daemons/await-command.js';
+import { sendCommand } from '../daemons/commands.js';
 import { loadLiveDaemon, realmOfScope } from '../daemons/daemons.repo.js';
 import { enqueueCommand } from '../daemons/outbox.repo.js';
-import { sendCommand } from '../daemons/outbox.service.js';
 import { cursor, id, limit, op } from '../http/op.js';
 import { keysetPage } from '../http/paging.js';
 import {

@@ -2,12 +2,17 @@
  * The run states (CONTRACT.md §5), shared by the hub, the daemon, the CLI and the console. The moves
  * between them are the hub's (src/hub/runs/state.ts).
  *
- *   queued ─► offered ─► running ⇄ awaiting_input ─► succeeded | failed | cancelled | terminated
+ *   queued ─► offered ─► assigned ─► running ⇄ awaiting_input ─► succeeded | failed | cancelled | terminated
+ *   queued ─► assigned (a run in a workspace goes straight to its workspace's daemon)
  *   running / awaiting_input ─► lost (lease expired)
+ *
+ * `assigned`: a daemon holds the run (it won the offer, or it is the workspace's daemon) and has
+ * been sent it, but has not reported it started yet.
  */
 export const RUN_STATES = [
   'queued',
   'offered',
+  'assigned',
   'running',
   'awaiting_input',
   'succeeded',

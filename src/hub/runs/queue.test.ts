@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
+import { offerItem } from '../../../test/helpers/offers.js';
 import { connectDaemon } from '../../../test/helpers/tunnel-client.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
-import { offerItem } from './queue.service.js';
 
 describe('queue/claim and offers', () => {
   let h: TestHub;
@@ -23,7 +23,7 @@ describe('queue/claim and offers', () => {
     const a = await connectDaemon(h.url, w.tokens.realm_token!);
     const b = await connectDaemon(h.url, second.token);
     try {
-      const offer = await offerItem(h.running.hub, w.realmId, 'run', { team_id: 't1' });
+      const offer = await offerItem(h.running.hub, w.realmId, { team_id: 't1' });
       assert.equal(offer.offers.length, 2);
       const [ca, cb] = await Promise.all([a.next('command'), b.next('command')]);
       for (const [c, d] of [
@@ -68,7 +68,7 @@ describe('queue/claim and offers', () => {
   });
 
   it('refuses a claim for another daemon, by a user, unknown or foreign items, and bad params', async () => {
-    const { queue_item_id } = await offerItem(h.running.hub, w.realmId, 'run', {});
+    const { queue_item_id } = await offerItem(h.running.hub, w.realmId, {});
     const other = await claim(queue_item_id, second.daemon_id, w.tokens.realm_token);
     assert.equal(other.status, 403);
     assert.equal(other.body.error.code, 'forbidden');
@@ -81,7 +81,7 @@ describe('queue/claim and offers', () => {
     const unknown = await claim('00000000-0000-7000-8000-000000000000', w.daemonId, w.tokens.realm_token);
     assert.equal(unknown.status, 404);
     assert.equal(unknown.body.error.code, 'not_found');
-    const foreign = await offerItem(h.running.hub, w.otherRealmId, 'run', {});
+    const foreign = await offerItem(h.running.hub, w.otherRealmId, {});
     assert.equal(foreign.offers.length, 0);
     const cross = await claim(foreign.queue_item_id, w.daemonId, w.tokens.realm_token);
     assert.equal(cross.status, 404);
@@ -104,7 +104,7 @@ describe('queue/claim and offers', () => {
     );
     const items: string[] = [];
     for (let i = 0; i < 100; i++)
-      items.push((await offerItem(h.running.hub, w.realmId, 'run', { i })).queue_item_id);
+      items.push((await offerItem(h.running.hub, w.realmId, { i })).queue_item_id);
     const wins = new Map<string, string[]>();
     await Promise.all(
       daemons.map(async (d: { daemon_id: string; token: string }, k: number) => {

@@ -1,0 +1,118 @@
+import { isTerminal } from '../../shared/api/run-states.js';
+import { AppError, conflict } from '../../shared/errors.js';
+import type { Actor } from '../access/actor.js';
+import type { Hub } from '../context.js';
+import { inTx } from '../daemons/commands.js';
+import { dispatchRun } from './dispatch.service.js';
+import { addHistory } from './history.repo.js';
+import { mustTransition } from './lifecycle.js';
+import { withdrawQueueItem } from './queue.repo.js';
+import { managedRun, showRun, showRunNow } from './read.service.js';
+import { json, type PendingControl, userActor } from './run.mapper.js';
+import { liveChildren, updateRunRow } from './runs.repo.js';
+
+/** People acting on runs: cancel, resume and force-terminate. */
+
+/** `runs/cancel`: at once when no daemon holds the run, else through the daemon (pending_control). */
+export async function cancelRun(hub: Hub, actor: Actor | null, runId: string, reason: string | null) {
+  const { run, user } = await managedRun(hub, actor, runId, 'runs.manage');
+  const who = userActor(user.user);
+  if (isTerminal(run.state)) throw conflict(`the run is already ${run.state}`, { state: run.state });
+  if (json<PendingControl>(run.pending_control)?.type === 'cancel') return showRun(hub, run, false);
+  const requested = { type: 'run.cancel_requested', phase: run.current_phase, actor: who, error: reason };
+  await inTx(hub, async (tx) => {
+    if (run.daemon_id === null) {
+      // Nobody holds it: cancelled now. An open offer is withdrawn so a late claim wins nothing.
+      if (run.queue_item_id) await withdrawQueueItem(tx.db, run.queue_item_id, 'offered');
+      await addHistory(tx.db, hub, run, run.state, requested);
+      await mustTransition(tx, run, 'cancelled', {
+        set: { pending_control: null },
+        history: { error: reason },
+      });
+      return;
+    }
+    const txId = await tx.command(run.daemon_id, 'runs/cancel', {
+      run_id: run.run_id,
+      lease_epoch: run.lease_epoch,
+      reason,
+    });
+    const control: PendingControl = {
+      type: 'cancel',
+      tx_id: txId,
+      requested_by: user.user.id,
+      requested_at: hub.now(),
+    };
+    const set = { pending_control: JSON.stringify(control), control_tx_id: txId, updated_at: hub.now() };
+    if (!(await updateRunRow(tx.db, run, set))) throw conflict('the run changed meanwhile; try again');
+    await addHistory(tx.db, hub, run, run.state, requested);
+  });
+  // Children still running are cancelled too.
+  for (const c of await liveChildren(hub.db, run.run_id)) {
+    try {
+      await cancelRun(hub, actor, c.run_id, reason);
+    } catch (err) {
+      if (!(err instanceof AppError && err.code === 'conflict')) throw err;
+    }
+  }
+  return showRunNow(hub, run.run_id);
+}
+
+/** `runs/resume`: a failed, cancelled or lost run goes back to `queued` and continues from its current phase. */
+export async function resumeRun(hub: Hub, actor: Actor | null, runId: string) {
+  const { run, user } = await managedRun(hub, actor, runId, 'runs.manage');
+  const control: PendingControl = {
+    type: 'resume',
+    tx_id: hub.newId(),
+    requested_by: user.user.id,
+    requested_at: hub.now(),
+  };
+  await inTx(hub, (tx) =>
+    mustTransition(tx, run, 'queued', {
+      set: {
+        daemon_id: null,
+        queue_item_id: null,
+        error: null,
+        completed_at: null,
+        current_pid: null,
+        pending_control: JSON.stringify(control),
+        control_tx_id: null,
+      },
+      history: { type: 'run.resume_requested', actor: userActor(user.user) },
+    }),
+  );
+  await dispatchRun(hub, run.run_id);
+  return showRunNow(hub, run.run_id);
+}
+
+/** `runs/force_terminate`: only when `force_terminate.eligible`; otherwise `conflict` with the blocker. */
+export async function forceTerminate(hub: Hub, actor: Actor | null, runId: string, reason: string) {
+  const { run, user } = await managedRun(hub, actor, runId, 'runs.terminate');
+  const shown = await showRun(hub, run, false);
+  if (!shown.force_terminate.eligible) {
+    throw conflict(`the run cannot be force-terminated: ${shown.force_terminate.blocker}`, {
+      blocker: shown.force_terminate.blocker,
+    });
+  }
+  await inTx(hub, async (tx) => {
+    // A new epoch fences the old holder: its late reports are refused.
+    await mustTransition(tx, run, 'terminated', {
+      set: {
+        terminated_at: hub.now(),
+        terminated_by_user_id: user.user.id,
+        terminated_reason: reason,
+        pending_control: null,
+        lease_epoch: run.lease_epoch + 1,
+      },
+      history: { error: reason, actor: userActor(user.user) },
+    });
+    // If its daemon comes back, it stops whatever is left of the run.
+    if (run.daemon_id) {
+      await tx.command(run.daemon_id, 'runs/cancel', {
+        run_id: run.run_id,
+        lease_epoch: run.lease_epoch,
+        reason: 'terminated',
+      });
+    }
+  });
+  return showRunNow(hub, run.run_id);
+}

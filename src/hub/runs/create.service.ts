@@ -1,0 +1,297 @@
+import type { Kysely } from 'kysely';
+import { type DB, isUniqueViolation } from '../../db/index.js';
+import type { RunsTable } from '../../db/schema.js';
+import { AppError, conflict, invalidParams, notFound } from '../../shared/errors.js';
+import type { StartChildBody } from '../../shared/protocol.js';
+import { countsAsRealmMember, requireRealm } from '../access/access.service.js';
+import type { Actor, DaemonActor } from '../access/actor.js';
+import { userByHandle } from '../auth/users.js';
+import { findAgent, findTeamVersion, teamVersionInOrg, teamVersionsById } from '../catalog/catalog.repo.js';
+import { parseRef } from '../catalog/manifest.js';
+import type { Hub } from '../context.js';
+import { unusableChannelIds } from '../notifications/channels.repo.js';
+import { loadWorkspace, requireReadyWorkspace } from '../workspaces/workspaces.repo.js';
+import { dispatchRun, runDefinition } from './dispatch.service.js';
+import { addHistory } from './history.repo.js';
+import { heldRun } from './read.service.js';
+import { daemonActor, json, type RunOut, runOut, toJson, userActor } from './run.mapper.js';
+import { countRunsOf, insertRunRow, loadRun, runOfChildKey } from './runs.repo.js';
+import { maxCallDepthOf } from './settings.js';
+
+/** New runs: `runs/new` (a person) and `runs/start_child` (a daemon, for a team phase). */
+
+export interface NewRunInput {
+  realm_id?: string | undefined;
+  team_id?: string | undefined;
+  team?: string | undefined;
+  agent?: string | undefined;
+  execution_type?: 'team' | 'agent' | undefined;
+  workspace_id?: string | undefined;
+  inputs?: Record<string, unknown> | undefined;
+  run_name?: string | undefined;
+  reviewers?: Record<string, string[]> | undefined;
+  notify_channels?: unknown;
+  external_id?: string | undefined;
+  context_labels?: unknown;
+}
+
+/** What a new run row needs besides its defaults. */
+export interface RunSeed {
+  org_id: string;
+  realm_id: string;
+  workspace_id: string | null;
+  workspace_path: string | null;
+  team_id: string | null;
+  team_version_id: string | null;
+  agent_id: string | null;
+  execution_type: 'team' | 'agent';
+  run_name: string | null;
+  /** Used for the default run name. */
+  base_name: string;
+  inputs: Record<string, unknown>;
+  reviewers: Record<string, string[]> | null;
+  notify_channels: unknown;
+  external_id: string | null;
+  context_labels: unknown;
+  parent_run_id: string | null;
+  parent_phase: string | null;
+  root_run_id: string | null;
+  call_path: string[] | null;
+  call_depth: number;
+  iteration_key: string | null;
+  /** Set for child runs: makes a retried `runs/start_child` return the same child. */
+  child_key?: string | null;
+  created_by_user_id: string | null;
+}
+
+/** Inserts a `queued` run with its `run.queued` history entry (in the caller's transaction). */
+export async function insertRun(
+  db: Kysely<DB>,
+  hub: Hub,
+  seed: RunSeed,
+  actor: Record<string, unknown>,
+): Promise<RunsTable> {
+  const now = hub.now();
+  const runName =
+    seed.run_name ??
+    `${seed.base_name}-${(await countRunsOf(db, seed.realm_id, { teamId: seed.team_id, agentId: seed.agent_id })) + 1}`;
+  const { base_name: _, child_key, ...fields } = seed;
+  const row: RunsTable = {
+    ...fields,
+    run_id: hub.newId(),
+    call_path: toJson(seed.call_path),
+    child_key: child_key ?? null,
+    daemon_id: null,
+    run_name: runName,
+    state: 'queued',
+    inputs: JSON.stringify(seed.inputs),
+    outputs: '{}',
+    error: null,
+    current_pid: null,
+    current_phase: null,
+    context_labels: toJson(seed.context_labels),
+    reviewers: toJson(seed.reviewers),
+    notify_channels: toJson(seed.notify_channels),
+    lease_epoch: 0,
+    lease_expires_at: now,
+    queue_item_id: null,
+    pending_control: null,
+    control_tx_id: null,
+    started_at: now,
+    completed_at: null,
+    state_lost_at: null,
+    terminated_at: null,
+    terminated_by_user_id: null,
+    terminated_reason: null,
+    created_at: now,
+    updated_at: now,
+  };
+  await insertRunRow(db, row);
+  await addHistory(db, hub, row, 'queued', { type: 'run.queued', actor });
+  return row;
+}
+
+const issue = (field: string, message: string) => invalidParams([{ field, message }]);
+
+type Target = Pick<RunSeed, 'team_id' | 'team_version_id' | 'agent_id' | 'base_name' | 'execution_type'>;
+
+/** The team version (by id, name or name@version) or the agent a `runs/new` names, in the org. */
+async function resolveTarget(hub: Hub, orgId: string, input: NewRunInput): Promise<Target> {
+  const executionType = input.execution_type ?? (input.agent !== undefined ? 'agent' : 'team');
+  if (executionType === 'agent') {
+    if (!input.agent) throw issue('agent', 'is required when execution_type is agent');
+    const ref = parseRef(input.agent);
+    const agent = await findAgent(hub.db, orgId, ref.name, ref.version);
+    if (!agent) throw notFound('agent');
+    return {
+      team_id: null,
+      team_version_id: null,
+      agent_id: agent.id,
+      base_name: agent.name,
+      execution_type: 'agent',
+    };
+  }
+  if ((input.team_id === undefined) === (input.team === undefined)) {
+    throw issue('team', 'give exactly one of team_id or team (NAME or NAME@VERSION)');
+  }
+  let tv: { id: string; team_id: string; name: string } | null | undefined;
+  if (input.team_id) {
+    // team_id names the team (its newest version), or a team version id directly.
+    const rows = await teamVersionsById(hub.db, orgId, input.team_id);
+    const direct = rows.find((r) => r.id === input.team_id);
+    tv = direct ?? (rows[0] ? await findTeamVersion(hub.db, orgId, rows[0].name, null) : null);
+  } else {
+    const ref = parseRef(input.team!);
+    tv = await findTeamVersion(hub.db, orgId, ref.name, ref.version);
+  }
+  if (!tv) throw notFound('team');
+  return {
+    team_id: tv.team_id,
+    team_version_id: tv.id,
+    agent_id: null,
+    base_name: tv.name,
+    execution_type: 'team',
+  };
+}
+
+/** `reviewers`: phases of the run, handles of realm members (site and org admins included). */
+async function checkReviewers(
+  hub: Hub,
+  realm: { id: string; org_id: string },
+  target: Target,
+  reviewers: Record<string, string[]>,
+): Promise<Record<string, string[]>> {
+  const phases = new Set(
+    (await runDefinition(hub.db, { ...target, org_id: realm.org_id })).phases.map((p) => p.name),
+  );
+  const out: Record<string, string[]> = {};
+  for (const [phase, handles] of Object.entries(reviewers)) {
+    if (!phases.has(phase)) throw issue(`reviewers.${phase}`, 'is not a phase of this run');
+    for (const handle of handles) {
+      const u = await userByHandle(hub.db, handle);
+      if (!u || !(await countsAsRealmMember(hub, u, realm))) {
+        throw issue(`reviewers.${phase}`, `"${handle}" is not a member of this realm`);
+      }
+    }
+    out[phase] = [...new Set(handles)];
+  }
+  return out;
+}
+
+/** `runs/new`: resolves the team or agent, the workspace and the reviewers, queues and dispatches. */
+export async function createRun(hub: Hub, actor: Actor | null, input: NewRunInput): Promise<RunOut> {
+  let workspace: { id: string; daemon_id: string; realm_id: string; path: string } | undefined;
+  if (input.workspace_id) {
+    workspace = await loadWorkspace(hub, input.workspace_id);
+    if (input.realm_id && input.realm_id !== workspace.realm_id) {
+      throw issue('realm_id', 'is not the realm of the workspace');
+    }
+  }
+  const realmId = workspace?.realm_id ?? input.realm_id;
+  if (!realmId) throw issue('realm_id', 'is required when no workspace_id is given');
+  const { realm, actor: user } = await requireRealm(hub, actor, realmId, 'runs.create');
+  if (workspace) await requireReadyWorkspace(hub, workspace.id);
+  const target = await resolveTarget(hub, realm.org_id, input);
+  const reviewers = input.reviewers ? await checkReviewers(hub, realm, target, input.reviewers) : null;
+  const notify = Array.isArray(input.notify_channels) ? (input.notify_channels as string[]) : [];
+  if (notify.length) {
+    const scope = { realmId: realm.id, orgId: realm.org_id, userId: user.user.id };
+    const bad = await unusableChannelIds(hub.db, scope, notify);
+    if (bad.length)
+      throw issue('notify_channels', `not channels you may use in this realm: ${bad.join(', ')}`);
+  }
+  const seed: RunSeed = {
+    ...target,
+    org_id: realm.org_id,
+    realm_id: realm.id,
+    workspace_id: workspace?.id ?? null,
+    workspace_path: workspace?.path ?? null,
+    run_name: input.run_name ?? null,
+    inputs: input.inputs ?? {},
+    reviewers,
+    notify_channels: input.notify_channels ?? null,
+    external_id: input.external_id ?? null,
+    context_labels: input.context_labels ?? null,
+    parent_run_id: null,
+    parent_phase: null,
+    root_run_id: null,
+    call_path: null,
+    call_depth: 0,
+    iteration_key: null,
+    created_by_user_id: user.user.id,
+  };
+  const row = await hub.db.transaction().execute((trx) => insertRun(trx, hub, seed, userActor(user.user)));
+  const answer = runOut(row, false, hub.now());
+  await dispatchRun(hub, row.run_id);
+  return answer;
+}
+
+/**
+ * `runs/start_child`: a `team:` phase of a run this daemon holds starts a child run (same realm and
+ * workspace, `call_depth` + 1, capped by `runs.max_call_depth`).
+ */
+export async function startChild(hub: Hub, actor: DaemonActor, input: StartChildBody) {
+  const parent = await heldRun(hub.db, actor, input.parent_run_id, input.lease_epoch);
+  if (parent.state !== 'running')
+    throw conflict(`the parent run is ${parent.state}`, { state: parent.state });
+  const maxDepth = await maxCallDepthOf(hub);
+  const depth = parent.call_depth + 1;
+  if (depth > maxDepth) {
+    throw new AppError(
+      'bad_request',
+      `call depth ${depth} exceeds runs.max_call_depth (${maxDepth}): phase "${input.parent_phase}" cannot start another child run`,
+      { call_depth: depth, max_call_depth: maxDepth },
+    );
+  }
+  const tv = await teamVersionInOrg(hub.db, parent.org_id, input.team_version_id);
+  if (!tv) throw notFound('team version');
+  const parentTeam = parent.team_version_id
+    ? await teamVersionInOrg(hub.db, parent.org_id, parent.team_version_id)
+    : undefined;
+  const step = `${parentTeam?.name ?? parent.run_name}/${input.parent_phase}`;
+  // A daemon that retries (its reply was lost) gets the child it already has; a resumed parent runs
+  // under a new lease epoch and so starts fresh children.
+  const childKey = `${parent.run_id}#${parent.lease_epoch}#${input.parent_phase}#${input.iteration_key ?? ''}`;
+  const already = await runOfChildKey(hub.db, childKey);
+  if (already) return { run: runOut(already, true, hub.now()), created: false };
+  const seed: RunSeed = {
+    org_id: parent.org_id,
+    realm_id: parent.realm_id,
+    workspace_id: parent.workspace_id,
+    workspace_path: parent.workspace_path,
+    team_id: tv.team_id,
+    team_version_id: tv.id,
+    agent_id: null,
+    execution_type: 'team',
+    run_name:
+      input.iteration_key === null
+        ? `${parent.run_name}/${input.parent_phase}`
+        : `${parent.run_name}/${input.parent_phase}[${input.iteration_key}]`,
+    base_name: tv.name,
+    inputs: input.inputs,
+    reviewers: null,
+    notify_channels: json(parent.notify_channels),
+    external_id: null,
+    context_labels: json(parent.context_labels),
+    parent_run_id: parent.run_id,
+    parent_phase: input.parent_phase,
+    root_run_id: parent.root_run_id ?? parent.run_id,
+    call_path: [...(json<string[]>(parent.call_path) ?? []), step],
+    call_depth: depth,
+    iteration_key: input.iteration_key,
+    child_key: childKey,
+    created_by_user_id: parent.created_by_user_id,
+  };
+  let child: RunsTable;
+  try {
+    child = await hub.db
+      .transaction()
+      .execute((trx) => insertRun(trx, hub, seed, daemonActor(actor.daemon.id)));
+  } catch (err) {
+    const raced = isUniqueViolation(err) ? await runOfChildKey(hub.db, childKey) : undefined;
+    if (!raced) throw err;
+    return { run: runOut(raced, true, hub.now()), created: false };
+  }
+  await dispatchRun(hub, child.run_id);
+  return { run: runOut((await loadRun(hub.db, child.run_id))!, true, hub.now()), created: true };
+}

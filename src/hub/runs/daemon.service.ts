@@ -1,0 +1,218 @@
+import { isTerminal, type RunState } from '../../shared/api/run-states.js';
+import { conflict } from '../../shared/errors.js';
+import type { AppendLogsBody, RenewLeaseBody, RunReportBody } from '../../shared/protocol.js';
+import type { DaemonActor } from '../access/actor.js';
+import type { Hub, Tx } from '../context.js';
+import { inTx } from '../daemons/commands.js';
+import { addHistory } from './history.repo.js';
+import { mustTransition, transition } from './lifecycle.js';
+import { appendLogLines } from './logs.repo.js';
+import { heldRun } from './read.service.js';
+import { daemonActor, json, type PendingControl, systemActor } from './run.mapper.js';
+import {
+  clearControlRow,
+  expiredLeases,
+  loadRun,
+  type RunChanges,
+  renewLeaseRow,
+  runOfControlTx,
+  updateRunRow,
+} from './runs.repo.js';
+import { leaseMsOf } from './settings.js';
+
+/**
+ * Daemon-side calls (realm token) and the lease sweeper. Each call carries the run's lease epoch:
+ * the daemon holding the current epoch is the only one whose report, renewal or logs are accepted
+ * (fencing).
+ */
+
+const moveFor: Partial<Record<RunReportBody['event'], RunState>> = {
+  started: 'running',
+  awaiting_input: 'awaiting_input',
+  'input.received': 'running',
+  succeeded: 'succeeded',
+  failed: 'failed',
+  cancelled: 'cancelled',
+};
+
+/** Events that name where they come from (the state table alone would allow more). */
+const eventFrom: Partial<Record<RunReportBody['event'], RunState[]>> = {
+  started: ['assigned'],
+  'input.received': ['awaiting_input'],
+  awaiting_input: ['running'],
+};
+
+/** `runs/report`: a state move or a phase step, with its history entry. */
+export async function reportRun(hub: Hub, actor: DaemonActor, input: RunReportBody) {
+  const leaseMs = await leaseMsOf(hub);
+  await inTx(hub, async (tx) => {
+    const run = await heldRun(tx.db, actor, input.run_id, input.lease_epoch);
+    const to = moveFor[input.event];
+    if (to === undefined) return phaseStep(tx, run, input, leaseMs);
+    // A retried `started` (the hub committed the first one but its reply was lost, say because the
+    // process died) changes nothing: this daemon holds this epoch, so the run is already its.
+    if (input.event === 'started' && (run.state === 'running' || run.state === 'awaiting_input')) return;
+    const from = eventFrom[input.event];
+    if (from && !from.includes(run.state)) {
+      throw conflict(`${input.event} is not allowed while the run is ${run.state}`, { state: run.state });
+    }
+    const now = hub.now();
+    const who = daemonActor(actor.daemon.id);
+    const pc = json<PendingControl>(run.pending_control);
+    const set: RunChanges = {};
+    if (to === 'running' || to === 'awaiting_input') set.lease_expires_at = now + leaseMs;
+    if (isTerminal(to)) {
+      set.pending_control = null;
+      set.error =
+        to === 'failed' ? (input.error ?? 'failed') : to === 'cancelled' ? (input.error ?? null) : null;
+      if (input.outputs && typeof input.outputs === 'object' && !Array.isArray(input.outputs)) {
+        const outputs = json<Record<string, unknown>>(run.outputs) ?? {};
+        set.outputs = JSON.stringify({ ...outputs, ...(input.outputs as Record<string, unknown>) });
+      }
+      if (to === 'failed' && input.phase) set.current_phase = input.phase;
+      if (pc?.type === 'cancel' && run.control_tx_id !== null) {
+        // The daemon ended the run before its ack of the cancel command was processed: the end is
+        // the acknowledgement (the ack that follows finds nothing to do).
+        set.control_tx_id = null;
+        await addHistory(tx.db, hub, run, run.state, {
+          type: 'run.cancel_acknowledged',
+          phase: run.current_phase,
+          actor: who,
+        });
+      }
+      await mustTransition(tx, run, to, {
+        set,
+        history: { type: 'run.ended', phase: input.phase ?? run.current_phase, error: set.error, actor: who },
+      });
+      return;
+    }
+    if (input.event === 'started') {
+      const resumed = pc?.type === 'resume';
+      if (resumed) set.pending_control = null;
+      await mustTransition(tx, run, to, {
+        set,
+        history: {
+          type: resumed ? 'run.resumed' : 'run.started',
+          actor: resumed ? { type: 'user', user_id: pc.requested_by } : who,
+        },
+      });
+      return;
+    }
+    await mustTransition(tx, run, to, {
+      set,
+      history: {
+        type: input.event === 'awaiting_input' ? 'run.awaiting_input' : 'run.input_received',
+        phase: input.phase ?? run.current_phase,
+        actor: who,
+      },
+    });
+  });
+  const run = (await loadRun(hub.db, input.run_id))!;
+  return {
+    run_id: run.run_id,
+    state: run.state,
+    lease_epoch: run.lease_epoch,
+    lease_expires_at: run.lease_expires_at,
+  };
+}
+
+/** phase.started / phase.completed: a step within a running run (no state change). */
+async function phaseStep(
+  tx: Tx,
+  run: Awaited<ReturnType<typeof heldRun>>,
+  input: RunReportBody,
+  leaseMs: number,
+): Promise<void> {
+  if (run.state !== 'running') {
+    throw conflict(`${input.event} is not allowed while the run is ${run.state}`, { state: run.state });
+  }
+  if (!input.phase) throw conflict(`${input.event} needs a phase`);
+  const now = tx.hub.now();
+  const set: RunChanges = { updated_at: now, lease_expires_at: now + leaseMs };
+  if (input.event === 'phase.started') {
+    set.current_phase = input.phase;
+    set.current_pid = input.pid ?? null;
+  } else {
+    const outputs = json<Record<string, unknown>>(run.outputs) ?? {};
+    outputs[input.phase] = input.outputs ?? {};
+    set.outputs = JSON.stringify(outputs);
+    set.current_pid = null;
+  }
+  if (!(await updateRunRow(tx.db, run, set))) throw conflict('the run changed meanwhile');
+  await addHistory(tx.db, tx.hub, run, run.state, {
+    type: input.event,
+    from_phase: input.event === 'phase.started' ? run.current_phase : null,
+    phase: input.phase,
+    actor: daemonActor(run.daemon_id!),
+  });
+}
+
+/**
+ * `runs/renew_lease`: renews every lease this daemon still holds. Leases it no longer holds (older
+ * epoch, ended run) are refused: the reply is then `conflict` with `details.refused`, the others
+ * are renewed all the same.
+ */
+export async function renewLeases(hub: Hub, actor: DaemonActor, input: RenewLeaseBody) {
+  const leaseMs = await leaseMsOf(hub);
+  const until = hub.now() + leaseMs;
+  const renewed: string[] = [];
+  const refused: { run_id: string; reason: string }[] = [];
+  for (const r of input.runs) {
+    const held = {
+      runId: r.run_id,
+      realmId: actor.daemon.realm_id,
+      daemonId: actor.daemon.id,
+      epoch: r.lease_epoch,
+    };
+    if (await renewLeaseRow(hub.db, held, until)) renewed.push(r.run_id);
+    else refused.push({ run_id: r.run_id, reason: 'not held by this daemon with this lease epoch' });
+  }
+  if (refused.length > 0) {
+    throw conflict(`${refused.length} lease(s) are no longer held by this daemon`, { renewed, refused });
+  }
+  return { renewed, lease_expires_at: until };
+}
+
+/** `runs/append_logs`: appends a batch of lines, numbered after the run's last one. */
+export async function appendLogs(hub: Hub, actor: DaemonActor, input: AppendLogsBody) {
+  return hub.db.transaction().execute(async (trx) => {
+    const run = await heldRun(trx, actor, input.run_id, input.lease_epoch);
+    const lastSeq = await appendLogLines(trx, run.run_id, input.lines, hub.now());
+    return { appended: input.lines.length, last_seq: lastSeq };
+  });
+}
+
+/** The daemon acked a cancel command: the control is no longer pending (history shows it). */
+export async function onCommandAck(hub: Hub, txId: string, status: 'ok' | 'error'): Promise<void> {
+  const run = await runOfControlTx(hub.db, txId);
+  if (!run) return;
+  await hub.db.transaction().execute(async (trx) => {
+    if (!(await clearControlRow(trx, run.run_id, txId, hub.now()))) return;
+    await addHistory(trx, hub, run, run.state, {
+      type: 'run.cancel_acknowledged',
+      phase: run.current_phase,
+      actor: run.daemon_id ? daemonActor(run.daemon_id) : systemActor,
+      error: status === 'error' ? 'the daemon refused the cancel command' : null,
+    });
+  });
+}
+
+/**
+ * The lease sweeper's pass: a running run whose lease expired becomes `lost` (`state_lost_at`,
+ * `run.lost`). Each move is conditional, so several hub processes may sweep at once.
+ */
+export async function sweepLeases(hub: Hub): Promise<number> {
+  const now = hub.now();
+  let lost = 0;
+  for (const run of await expiredLeases(hub.db, now, 500)) {
+    const moved = await inTx(hub, (tx) =>
+      transition(tx, run, 'lost', {
+        set: { state_lost_at: now },
+        guard: (q) => q.where('lease_expires_at', '<', now),
+        history: { error: 'the lease expired: its daemon stopped renewing it', actor: systemActor },
+      }),
+    );
+    if (moved) lost++;
+  }
+  return lost;
+}

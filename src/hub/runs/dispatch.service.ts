@@ -1,0 +1,202 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/index.js';
+import type { RunsTable } from '../../db/schema.js';
+import { forbidden, notFound } from '../../shared/errors.js';
+import type { ExecuteRunBody, RunAgentManifest, RunPhase } from '../../shared/protocol.js';
+import type { DaemonActor } from '../access/actor.js';
+import { agentManifests, definitionOfVersion } from '../catalog/catalog.repo.js';
+import { daemonsWithTeam, teamEverInstalled } from '../catalog/installs.service.js';
+import type { Hub, Tx } from '../context.js';
+import { inTx } from '../daemons/commands.js';
+import { onlineDaemonIds, realmOfDaemon } from '../daemons/daemons.repo.js';
+import { loadWorkspace } from '../workspaces/workspaces.repo.js';
+import { transition } from './lifecycle.js';
+import { claimQueueItem, insertQueueItem, loadQueueItem, RUN_ITEM_KIND } from './queue.repo.js';
+import { daemonActor, json } from './run.mapper.js';
+import { loadRun, openOffersInRealm, queuedInRealm, runOfQueueItem } from './runs.repo.js';
+import { leaseMsOf } from './settings.js';
+
+/**
+ * Dispatch: a queued run goes to its workspace's daemon (`assigned`, `runs/execute`), or is
+ * offered (`offer_job`) to the online daemons of its realm that have its team; the first
+ * `queue/claim` wins it (`assigned`, `runs/execute`). Every assignment raises the lease epoch.
+ */
+
+/** Body of the `offer_job` command (spec: POST /v1/offer_job on the daemon). */
+export interface OfferJobBody {
+  queue_item_id: string;
+  daemon_id: string;
+  kind: string;
+  payload: unknown;
+  tx_id?: string;
+}
+
+/**
+ * The phases a run executes: its team version's, or one phase for a single-agent run. Rows are
+ * loaded within the run's organization only.
+ */
+export async function runDefinition(
+  db: Kysely<DB>,
+  run: Pick<RunsTable, 'org_id' | 'team_version_id' | 'agent_id'>,
+): Promise<ExecuteRunBody['team']> {
+  return definitionOfVersion(db, run.org_id, run);
+}
+
+/**
+ * The self-contained `runs/execute` body (definition, manifests, inputs, outputs so far). Only
+ * manifests of the run's organization go in, whatever ids a stored definition pins.
+ */
+export async function executeBody(
+  db: Kysely<DB>,
+  run: RunsTable,
+  leaseMs: number,
+): Promise<Omit<ExecuteRunBody, 'tx_id'>> {
+  const team = await runDefinition(db, run);
+  const agentIds = team.phases
+    .map((p: RunPhase) => p.agent_id)
+    .filter((x): x is string => typeof x === 'string');
+  const agents: Record<string, RunAgentManifest> = await agentManifests(db, run.org_id, agentIds);
+  return {
+    run_id: run.run_id,
+    lease_epoch: run.lease_epoch,
+    lease_ms: leaseMs,
+    execution_type: run.execution_type === 'agent' ? 'agent' : 'team',
+    team,
+    agents,
+    start_phase: run.current_phase,
+    inputs: json<Record<string, unknown>>(run.inputs) ?? {},
+    outputs: json<Record<string, unknown>>(run.outputs) ?? {},
+    workspace_path: run.workspace_path,
+    call_depth: run.call_depth,
+  };
+}
+
+/** Online daemons of the realm that may take the run (see docs/api.md, runs: dispatch). */
+async function eligibleDaemons(hub: Hub, run: RunsTable): Promise<string[]> {
+  const online = await onlineDaemonIds(hub.db, run.realm_id);
+  // No daemon of the realm was ever asked to install this team: every daemon may take it (the
+  // execute command carries the definition and the manifests).
+  if (!run.team_id || !(await teamEverInstalled(hub.db, run.realm_id, run.team_id))) return online;
+  const withTeam = await daemonsWithTeam(hub, run.realm_id, { teamId: run.team_id });
+  const ok = new Set(withTeam.filter((d) => d.daemon_status === 'online').map((d) => d.daemon_id));
+  return online.filter((id) => ok.has(id));
+}
+
+/**
+ * The run is now `daemonId`'s (`assigned`, a new lease epoch) and that daemon gets `runs/execute`
+ * in the same transaction. False when the run moved meanwhile.
+ */
+async function assign(
+  tx: Tx,
+  run: RunsTable,
+  daemonId: string,
+  how: { leaseMs: number; workspacePath?: string; historyType: string; queueItemId?: string },
+): Promise<boolean> {
+  const now = tx.hub.now();
+  const set = {
+    daemon_id: daemonId,
+    lease_epoch: run.lease_epoch + 1,
+    lease_expires_at: now + how.leaseMs,
+    ...(how.workspacePath !== undefined ? { workspace_path: how.workspacePath } : {}),
+  };
+  const moved = await transition(tx, run, 'assigned', {
+    set,
+    guard: (q) => (how.queueItemId === undefined ? q : q.where('queue_item_id', '=', how.queueItemId)),
+    history: { type: how.historyType, actor: daemonActor(daemonId) },
+  });
+  if (!moved) return false;
+  await tx.command(daemonId, 'runs/execute', await executeBody(tx.db, { ...run, ...set }, how.leaseMs));
+  return true;
+}
+
+/**
+ * Dispatches a `queued` run. Safe to call from several places at once (runs/new, a daemon
+ * connecting, a resume, re-dispatch): the conditional move lets one of them win. A run with no
+ * eligible daemon stays `queued`.
+ */
+export async function dispatchRun(hub: Hub, runId: string): Promise<void> {
+  const run = await loadRun(hub.db, runId);
+  if (run?.state !== 'queued') return;
+  const leaseMs = await leaseMsOf(hub);
+  if (run.workspace_id) {
+    const ws = await loadWorkspace(hub, run.workspace_id).catch(() => null);
+    if (!ws) return;
+    await inTx(hub, (tx) =>
+      assign(tx, run, ws.daemon_id, { leaseMs, workspacePath: ws.path, historyType: 'run.assigned' }),
+    );
+    return;
+  }
+  const daemons = await eligibleDaemons(hub, run);
+  if (daemons.length === 0) return;
+  const itemId = hub.newId();
+  const payload = { run_id: run.run_id, team_id: run.team_id };
+  await inTx(hub, async (tx) => {
+    if (!(await transition(tx, run, 'offered', { set: { queue_item_id: itemId } }))) return;
+    await insertQueueItem(tx.db, { id: itemId, realm_id: run.realm_id, payload, created_at: hub.now() });
+    for (const d of daemons) await offer(tx, itemId, d, payload);
+  });
+}
+
+function offer(tx: Tx, itemId: string, daemonId: string, payload: unknown): Promise<string> {
+  const body: OfferJobBody = { queue_item_id: itemId, daemon_id: daemonId, kind: RUN_ITEM_KIND, payload };
+  return tx.command(daemonId, 'offer_job', body);
+}
+
+/**
+ * A daemon claims an offered item (`queue/claim`): one conditional UPDATE decides the winner, and
+ * in the same transaction the winner holds the run and gets its `runs/execute`. A retried claim
+ * by the winner answers `claimed: true` again, with the run.
+ */
+export async function claimRun(
+  hub: Hub,
+  actor: DaemonActor,
+  input: { queue_item_id: string; daemon_id: string },
+): Promise<{ claimed: boolean; queue_item_id: string; run?: { run_id: string; lease_epoch: number } }> {
+  if (input.daemon_id !== actor.daemon.id) throw forbidden('a daemon may only claim for itself');
+  const itemId = input.queue_item_id;
+  const leaseMs = await leaseMsOf(hub);
+  const won = await inTx(hub, async (tx) => {
+    if (!(await claimQueueItem(tx.db, itemId, actor.daemon, hub.now()))) return false;
+    await handOver(tx, itemId, actor.daemon.id, leaseMs);
+    return true;
+  });
+  if (!won) {
+    // Lost, unknown, another realm's, or already ours: only now read the item to say which.
+    const item = await loadQueueItem(hub.db, itemId);
+    if (!item || item.realm_id !== actor.daemon.realm_id) throw notFound('queue item');
+    // A withdrawn item (redispatch.service.ts) belongs to nobody, its old claimer included.
+    if (item.status !== 'claimed' || item.claimed_by !== actor.daemon.id) {
+      return { claimed: false, queue_item_id: itemId };
+    }
+  }
+  const run = await runOfQueueItem(hub.db, itemId);
+  const held =
+    run?.daemon_id === actor.daemon.id ? { run_id: run.run_id, lease_epoch: run.lease_epoch } : null;
+  return { claimed: true, queue_item_id: itemId, ...(held ? { run: held } : {}) };
+}
+
+/**
+ * The run of a claimed item becomes its claimer's. Also used by re-dispatch for a claim whose
+ * hand-over did not happen (an older hub version took the two steps in separate transactions).
+ */
+export async function handOver(tx: Tx, itemId: string, daemonId: string, leaseMs: number): Promise<boolean> {
+  const run = await runOfQueueItem(tx.db, itemId);
+  if (run?.state !== 'offered') return false;
+  return assign(tx, run, daemonId, { leaseMs, historyType: 'run.claimed', queueItemId: itemId });
+}
+
+/**
+ * A daemon came online on this hub process: dispatch the queued runs of its realm, and offer it
+ * the runs still waiting for a claim.
+ */
+export async function onDaemonConnected(hub: Hub, daemonId: string): Promise<void> {
+  const d = await realmOfDaemon(hub.db, daemonId);
+  if (!d) return;
+  for (const r of await queuedInRealm(hub.db, d.realm_id, 500)) await dispatchRun(hub, r.run_id);
+  const waiting = await openOffersInRealm(hub.db, d.realm_id, 500);
+  if (waiting.length === 0) return;
+  await inTx(hub, async (tx) => {
+    for (const r of waiting)
+      await offer(tx, r.queue_item_id!, daemonId, { run_id: r.run_id, team_id: r.team_id });
+  });
+}

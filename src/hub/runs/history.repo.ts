@@ -1,0 +1,92 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/index.js';
+import type { RunsTable } from '../../db/schema.js';
+import type { RunState } from '../../shared/api/run-states.js';
+import type { Hub } from '../context.js';
+import { recordEvent } from '../events/events.js';
+import { type HistoryOut, json, toJson } from './run.mapper.js';
+
+/** A run's history (SQL): every entry also becomes an event in the same transaction. */
+
+export interface HistoryEntry {
+  type: string;
+  from_phase?: string | null;
+  phase?: string | null;
+  error?: string | null;
+  actor?: Record<string, unknown> | null;
+  /** Details of the entry (a review's id and summary…): stored, shown, and added to the event. */
+  data?: Record<string, unknown> | null;
+}
+
+/** The run events also sent to the channels named in the run's `notify_channels`. */
+export const NOTIFY_RUN_CHANNELS_ON: ReadonlySet<string> = new Set([
+  'run.ended',
+  'run.lost',
+  'review.requested',
+]);
+
+/**
+ * Appends a history entry (with the run's state after it) and records the same event in the
+ * events table, in the caller's transaction.
+ */
+export async function addHistory(
+  db: Kysely<DB>,
+  hub: Pick<Hub, 'newId' | 'now'>,
+  run: Pick<RunsTable, 'run_id' | 'org_id' | 'realm_id' | 'team_id' | 'notify_channels'>,
+  state: RunState,
+  e: HistoryEntry,
+): Promise<void> {
+  const at = hub.now();
+  // A run's own notify_channels hear the events that need a person: its end, a loss, a review.
+  const channelIds = NOTIFY_RUN_CHANNELS_ON.has(e.type) ? (json<string[]>(run.notify_channels) ?? []) : [];
+  await db
+    .insertInto('run_history')
+    .values({
+      id: hub.newId(),
+      run_id: run.run_id,
+      type: e.type,
+      at,
+      from_phase: e.from_phase ?? null,
+      phase: e.phase ?? null,
+      state,
+      error: e.error ?? null,
+      actor: toJson(e.actor ?? null),
+      data: toJson(e.data ?? null),
+    })
+    .execute();
+  await recordEvent(db, hub, {
+    type: e.type,
+    org_id: run.org_id,
+    realm_id: run.realm_id,
+    subject_id: run.run_id,
+    payload: {
+      ...(e.data ?? {}),
+      run_id: run.run_id,
+      team_id: run.team_id,
+      state,
+      phase: e.phase ?? null,
+      error: e.error ?? null,
+      actor: e.actor ?? null,
+      ...(channelIds.length ? { channel_ids: channelIds } : {}),
+    },
+  });
+}
+
+export async function listHistory(db: Kysely<DB>, runId: string): Promise<HistoryOut[]> {
+  const rows = await db
+    .selectFrom('run_history')
+    .selectAll()
+    .where('run_id', '=', runId)
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => ({
+    type: r.type,
+    at: r.at,
+    from_phase: r.from_phase,
+    phase: r.phase,
+    error: r.error,
+    actor: json<Record<string, unknown>>(r.actor),
+    state: r.state,
+    data: json<Record<string, unknown>>(r.data),
+  }));
+}

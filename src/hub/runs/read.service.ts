@@ -1,0 +1,101 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/index.js';
+import type { RunsTable } from '../../db/schema.js';
+import { AppError, conflict, forbidden, notFound } from '../../shared/errors.js';
+import { requireRealm } from '../access/access.service.js';
+import type { Actor, DaemonActor, UserActor } from '../access/actor.js';
+import type { Hub } from '../context.js';
+import { daemonOnline } from '../daemons/daemons.repo.js';
+import { pageOf } from '../http/paging.js';
+import { listHistory } from './history.repo.js';
+import { logLinesAfter } from './logs.repo.js';
+import { type RunOut, runOut } from './run.mapper.js';
+import { listRunRows, loadRun, type RunListFilter } from './runs.repo.js';
+
+/** Reading runs: who may see one, and the Run, list and logs replies. */
+
+/** Loads a run the caller may see: a user with `permission` in its realm, or a daemon of its realm. */
+export async function visibleRun(
+  hub: Hub,
+  actor: Actor | null,
+  runId: string,
+  permission: 'runs.view' | 'runs.manage' | 'runs.terminate' = 'runs.view',
+): Promise<{ run: RunsTable; user: UserActor | null }> {
+  const run = await loadRun(hub.db, runId);
+  if (!run) {
+    if (!actor) throw new AppError('unauthorized', 'authentication required');
+    throw notFound('run');
+  }
+  if (actor?.kind === 'daemon' && permission === 'runs.view') {
+    if (actor.daemon.realm_id !== run.realm_id) throw forbidden('this run belongs to another realm');
+    return { run, user: null };
+  }
+  const { actor: user } = await requireRealm(hub, actor, run.realm_id, permission);
+  return { run, user };
+}
+
+/** The run, if this daemon holds its current lease epoch; else not_found / conflict (fencing). */
+export async function heldRun(
+  db: Kysely<DB>,
+  actor: DaemonActor,
+  runId: string,
+  epoch: number,
+): Promise<RunsTable> {
+  const run = await loadRun(db, runId);
+  if (!run || run.realm_id !== actor.daemon.realm_id) throw notFound('run');
+  if (run.daemon_id !== actor.daemon.id || run.lease_epoch !== epoch) {
+    throw conflict('this daemon no longer holds the run (stale lease epoch)', {
+      lease_epoch: run.lease_epoch,
+      state: run.state,
+    });
+  }
+  return run;
+}
+
+/** The same as `visibleRun`, for a user (a realm token cannot manage runs). */
+export async function managedRun(
+  hub: Hub,
+  actor: Actor | null,
+  runId: string,
+  permission: 'runs.manage' | 'runs.terminate',
+): Promise<{ run: RunsTable; user: UserActor }> {
+  const { run, user } = await visibleRun(hub, actor, runId, permission);
+  return { run, user: user! };
+}
+
+export async function showRun(hub: Hub, run: RunsTable, withHistory: boolean): Promise<RunOut> {
+  const out: RunOut = runOut(run, await daemonOnline(hub.db, run.daemon_id), hub.now());
+  if (withHistory) out.history = await listHistory(hub.db, run.run_id);
+  return out;
+}
+
+/** The run as it is now. */
+export async function showRunNow(hub: Hub, runId: string): Promise<RunOut> {
+  return showRun(hub, (await loadRun(hub.db, runId))!, false);
+}
+
+export async function listRuns(hub: Hub, actor: Actor | null, input: RunListFilter) {
+  await requireRealm(hub, actor, input.realm_id, 'runs.view');
+  const rows = await listRunRows(hub.db, input);
+  const online = new Map<string, boolean>();
+  const now = hub.now();
+  const page = pageOf(rows, input.limit, (r) => r.run_id);
+  const data = [];
+  for (const r of page.data) {
+    if (r.daemon_id && !online.has(r.daemon_id))
+      online.set(r.daemon_id, await daemonOnline(hub.db, r.daemon_id));
+    data.push(runOut(r, r.daemon_id ? online.get(r.daemon_id)! : false, now));
+  }
+  return { data, next_cursor: page.next_cursor };
+}
+
+export async function runLogs(hub: Hub, run: RunsTable, after: number, limit: number) {
+  const rows = await logLinesAfter(hub.db, run.run_id, after, limit);
+  const data = rows.slice(0, limit);
+  return {
+    data,
+    next_after: data.length ? data[data.length - 1]!.seq : after,
+    has_more: rows.length > limit,
+    run_state: run.state,
+  };
+}
