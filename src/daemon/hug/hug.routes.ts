@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DaemonError } from '../errors.js';
 import { HubRefusedError, HubUnreachableError } from '../hub-api.js';
 import { route } from '../router.js';
+import { leaseEpochOf } from '../runner/active-runs.repo.js';
 import { enqueueHugMessage, takeHugMessages } from './hug.repo.js';
 
 /** "Human gate" messages: the hub delivers review messages; agents waiting for a review poll them. */
@@ -54,15 +55,8 @@ export const hugRoutes = [
       if (!ctx.hub.hasCredentials) {
         throw new DaemonError('HUB_CREDENTIALS_MISSING', 'this daemon has no hub to ask for a review');
       }
-      let epoch = input.lease_epoch ?? ctx.runner?.epochOf(input.run_id) ?? null;
-      if (epoch === null) {
-        const row = await ctx.db
-          .selectFrom('active_runs')
-          .select('lease_epoch')
-          .where('run_id', '=', input.run_id)
-          .executeTakeFirst();
-        epoch = row?.lease_epoch ?? null;
-      }
+      const epoch =
+        input.lease_epoch ?? ctx.runner?.epochOf(input.run_id) ?? (await leaseEpochOf(ctx.db, input.run_id));
       if (epoch === null) throw new DaemonError('NOT_FOUND', 'no such run is running on this daemon');
       try {
         const review = await ctx.hub.call<{ id: string; round: number; deadline_at: number | null }>(

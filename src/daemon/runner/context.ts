@@ -1,0 +1,26 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from '../../shared/logger.js';
+import type { DaemonDB } from '../db/schema.js';
+import type { HugInbox } from '../hug/inbox.js';
+import type { SpawnFn } from './agent.js';
+import type { ChildRuns } from './children.js';
+import type { RunHubCaller } from './hub-caller.js';
+
+/** What the parts of the runner share: the daemon's database, hub calls, clock and settings. */
+export interface RunnerContext {
+  db: Kysely<DaemonDB>;
+  caller: RunHubCaller;
+  log: Logger;
+  now: () => number;
+  /** The daemon's home: per-run directories and output files live under `<home>/runs/`. */
+  home: string;
+  spawn?: SpawnFn;
+  killGraceMs: number;
+  /** `hug/deliver` notifies it; a run waiting for a verdict listens. */
+  inbox: HugInbox;
+  children: ChildRuns;
+  /** Whether the daemon is stopping. */
+  closing(): boolean;
+  /** The daemon's local URL, given to agents as SVC_DAEMON_URL. */
+  daemonUrl(): string;
+}

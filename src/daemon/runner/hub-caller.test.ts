@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { fakeHubApi, leasedRun } from '../../../test/helpers/fake-hub-api.js';
+import { HubRefusedError, HubUnreachableError } from '../hub-api.js';
+import { Closing, Fenced, RunHubCaller } from './hub-caller.js';
+
+const unreachable = () => {
+  throw new HubUnreachableError('hub unreachable: ECONNREFUSED');
+};
+
+/** A caller whose waits are recorded instead of slept; `random` 0.5 takes half of each ceiling. */
+function callerOf(
+  hub: ReturnType<typeof fakeHubApi>,
+  opts: { attempts?: number; closing?: () => boolean } = {},
+) {
+  const waits: number[] = [];
+  const caller = new RunHubCaller({
+    hub,
+    closing: opts.closing ?? (() => false),
+    ...(opts.attempts ? { attempts: opts.attempts } : {}),
+    random: () => 0.5,
+    sleep: async (ms) => {
+      waits.push(ms);
+    },
+  });
+  return { caller, waits };
+}
+
+describe('hub calls under a run’s lease', () => {
+  it('tries an unreachable hub again with growing waits, then takes its answer', async () => {
+    let failures = 3;
+    const hub = fakeHubApi(() => (failures-- > 0 ? unreachable() : { id: 'rv1' }));
+    const { caller, waits } = callerOf(hub);
+    const run = leasedRun();
+    assert.deepEqual(await caller.call(run, 'reviews/request', { run_id: run.id }), { id: 'rv1' });
+    assert.equal(hub.calls.length, 4);
+    assert.deepEqual(waits, [100, 200, 400]);
+    assert.equal(run.fenced, false);
+  });
+
+  it('gives up after the set number of attempts, the waits capped at 5 s', async () => {
+    const hub = fakeHubApi(unreachable);
+    const { caller, waits } = callerOf(hub, { attempts: 8 });
+    await assert.rejects(caller.call(leasedRun(), 'runs/report', {}), HubUnreachableError);
+    assert.equal(hub.calls.length, 8);
+    assert.deepEqual(waits, [100, 200, 400, 800, 1600, 2500, 2500]);
+  });
+
+  it('tries 20 times by default', async () => {
+    const hub = fakeHubApi(unreachable);
+    const { caller, waits } = callerOf(hub);
+    await assert.rejects(caller.call(leasedRun(), 'runs/report', {}), HubUnreachableError);
+    assert.equal(hub.calls.length, 20);
+    assert.equal(waits.length, 19);
+  });
+
+  it('fences the run on a conflict and calls nothing more for it', async () => {
+    const hub = fakeHubApi(() => {
+      throw new HubRefusedError(409, 'conflict', 'lease epoch 3 is stale');
+    });
+    const { caller, waits } = callerOf(hub);
+    const run = leasedRun();
+    await assert.rejects(caller.call(run, 'runs/report', {}), (err: Error) => {
+      assert.ok(err instanceof Fenced);
+      assert.equal(err.message, 'lease epoch 3 is stale');
+      return true;
+    });
+    assert.equal(run.fences, 1);
+    assert.deepEqual(waits, []);
+    await assert.rejects(caller.call(run, 'runs/report', {}), Fenced);
+    assert.equal(hub.calls.length, 1);
+  });
+
+  it('passes any other refusal on at once, without fencing', async () => {
+    const hub = fakeHubApi(() => {
+      throw new HubRefusedError(400, 'validation_failed', 'bad phase');
+    });
+    const { caller, waits } = callerOf(hub);
+    const run = leasedRun();
+    await assert.rejects(caller.call(run, 'runs/start_child', {}), HubRefusedError);
+    assert.equal(hub.calls.length, 1);
+    assert.deepEqual(waits, []);
+    assert.equal(run.fenced, false);
+  });
+
+  it('makes a single attempt when asked to', async () => {
+    const hub = fakeHubApi(unreachable);
+    const { caller, waits } = callerOf(hub);
+    await assert.rejects(caller.call(leasedRun(), 'runs/renew_lease', {}, 1), HubUnreachableError);
+    assert.equal(hub.calls.length, 1);
+    assert.deepEqual(waits, []);
+  });
+
+  it('calls nothing while the daemon is stopping, and stops retrying when it begins to', async () => {
+    let closing = false;
+    const hub = fakeHubApi(() => {
+      closing = true;
+      unreachable();
+    });
+    const { caller } = callerOf(hub, { closing: () => closing });
+    await assert.rejects(caller.call(leasedRun(), 'runs/report', {}), Closing);
+    assert.equal(hub.calls.length, 1);
+    await assert.rejects(caller.call(leasedRun(), 'runs/report', {}), Closing);
+    assert.equal(hub.calls.length, 1);
+  });
+
+  it('reports an event with the run’s id and lease epoch', async () => {
+    const hub = fakeHubApi(() => ({}));
+    const { caller } = callerOf(hub);
+    await caller.report(leasedRun('run_9', 7), 'phase.completed', { phase: 'build', outputs: { n: 1 } });
+    assert.deepEqual(hub.calls, [
+      {
+        op: 'runs/report',
+        body: {
+          run_id: 'run_9',
+          lease_epoch: 7,
+          event: 'phase.completed',
+          phase: 'build',
+          outputs: { n: 1 },
+        },
+      },
+    ]);
+  });
+});
+
+describe('a report for a run that does not execute here', () => {
+  it('is made once: true when the hub took it, false when it refused it, an unreachable hub thrown', async () => {
+    const answers: (() => unknown)[] = [
+      () => ({}),
+      () => {
+        throw new HubRefusedError(409, 'conflict', 'stale');
+      },
+      unreachable,
+    ];
+    const hub = fakeHubApi(() => answers.shift()!());
+    const { caller, waits } = callerOf(hub);
+    assert.equal(await caller.reportOnce('run_1', 2, 'cancelled', { error: 'why' }), true);
+    assert.equal(await caller.reportOnce('run_1', 2, 'cancelled'), false);
+    await assert.rejects(caller.reportOnce('run_1', 2, 'failed'), HubUnreachableError);
+    assert.deepEqual(hub.callsOf('runs/report'), [
+      { run_id: 'run_1', lease_epoch: 2, event: 'cancelled', error: 'why' },
+      { run_id: 'run_1', lease_epoch: 2, event: 'cancelled' },
+      { run_id: 'run_1', lease_epoch: 2, event: 'failed' },
+    ]);
+    assert.deepEqual(waits, []);
+  });
+});

@@ -1,0 +1,108 @@
+import { type BackoffOptions, backoffDelay } from '../backoff.js';
+import { type HubApi, HubRefusedError, HubUnreachableError } from '../hub-api.js';
+
+/** This daemon lost the run (a newer lease epoch exists): stop silently. */
+export class Fenced extends Error {
+  override name = 'Fenced';
+}
+
+/** The daemon is stopping: a run reports nothing more. */
+export class Closing extends Error {
+  override name = 'Closing';
+}
+
+/** What the caller needs of a run: its lease, whether it was fenced, and how to fence it. */
+export interface LeasedRun {
+  readonly id: string;
+  readonly epoch: number;
+  readonly fenced: boolean;
+  /** Stops the run at once (its agents killed) and reports nothing more. */
+  fence(): void;
+}
+
+export interface RunHubCallerOptions {
+  hub: HubApi;
+  /** Whether the daemon is stopping. */
+  closing(): boolean;
+  /** Attempts of a call while the hub is unreachable (default 20). */
+  attempts?: number;
+  /** Delay ceilings between attempts (default 200 ms doubling, at most 5 s), full jitter. */
+  backoff?: BackoffOptions;
+  random?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export const RUN_CALL_BACKOFF: BackoffOptions = { baseMs: 200, capMs: 5_000 };
+
+const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The hub calls a run makes under its lease (`runs/report`, `reviews/request`, `runs/start_child`,
+ * `runs/renew_lease`, `runs/append_logs`). A `conflict` (409) means the run is no longer ours: the run
+ * is fenced and the call throws Fenced. An unreachable hub is tried again with backoff, up to
+ * `attempts` in all; any other refusal is thrown at once.
+ */
+export class RunHubCaller {
+  readonly hub: HubApi;
+  private readonly attempts: number;
+  private readonly backoff: BackoffOptions;
+
+  constructor(private readonly opts: RunHubCallerOptions) {
+    this.hub = opts.hub;
+    this.attempts = opts.attempts ?? 20;
+    this.backoff = opts.backoff ?? RUN_CALL_BACKOFF;
+  }
+
+  closing(): boolean {
+    return this.opts.closing();
+  }
+
+  /** `attempts`: 1 for calls that a timer or a queue repeats anyway (renewals, log uploads). */
+  async call<T>(
+    run: LeasedRun,
+    op: string,
+    body: Record<string, unknown>,
+    attempts = this.attempts,
+  ): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      if (this.opts.closing()) throw new Closing('the daemon is stopping');
+      if (run.fenced) throw new Fenced('fenced');
+      try {
+        return await this.opts.hub.call<T>(op, body);
+      } catch (err) {
+        if (err instanceof HubRefusedError && err.status === 409) {
+          run.fence();
+          throw new Fenced(err.message);
+        }
+        if (!(err instanceof HubUnreachableError) || attempt >= attempts) throw err;
+        const delay = backoffDelay(attempt - 1, this.backoff, this.opts.random);
+        await (this.opts.sleep ?? sleepFor)(delay);
+      }
+    }
+  }
+
+  /**
+   * One `runs/report` for a run that does not execute here (a cancel of a run that ended, a run a
+   * previous process left): true when the hub took it, false when it refused it (a stale epoch);
+   * an unreachable hub is thrown.
+   */
+  async reportOnce(
+    runId: string,
+    epoch: number,
+    event: string,
+    extra: Record<string, unknown> = {},
+  ): Promise<boolean> {
+    try {
+      await this.opts.hub.call('runs/report', { run_id: runId, lease_epoch: epoch, event, ...extra });
+      return true;
+    } catch (err) {
+      if (err instanceof HubRefusedError) return false;
+      throw err;
+    }
+  }
+
+  /** `runs/report` of an event under the run's lease. */
+  report(run: LeasedRun, event: string, extra: Record<string, unknown> = {}): Promise<unknown> {
+    return this.call(run, 'runs/report', { run_id: run.id, lease_epoch: run.epoch, event, ...extra });
+  }
+}
