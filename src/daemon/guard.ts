@@ -1,6 +1,6 @@
 import type { RealmRole } from '../shared/permissions.js';
+import type { Caller } from './caller.js';
 import { DaemonError } from './errors.js';
-import type { Caller } from './router.js';
 
 /**
  * The daemon's access guard: the spec's rules 1–7 in the order of CONTRACT §6. Pure — the caller's

@@ -4,6 +4,7 @@ import type { Clock } from '../shared/ids.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS, stopWithin } from '../shared/shutdown.js';
 import type { BackoffOptions } from './backoff.js';
+import type { Caller } from './caller.js';
 import { type DaemonConfig, hubConfigured } from './config.js';
 import { createCredentialChecker } from './credentials.js';
 import { openDaemonDatabase } from './db/open.js';
@@ -12,14 +13,7 @@ import { createHubApi } from './hub-api.js';
 import { HubLink, type WebSocketFactory } from './hub-link.js';
 import { DaemonIdentity } from './identity.js';
 import { ROUTE_ACCESS, type RouteRule } from './route-access.js';
-import {
-  type Caller,
-  createRouter,
-  type DaemonContext,
-  type DispatchResult,
-  type Route,
-  type Router,
-} from './router.js';
+import { createRouter, type DaemonContext, type DispatchResult, type Route, type Router } from './router.js';
 import { daemonRoutes } from './routes.js';
 import { Runner } from './runner/runner.js';
 import { agentUrlOf, createDaemonApp, listenForAgents } from './server.js';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { RealmRole } from '../shared/permissions.js';
+import type { Caller } from './caller.js';
 import { ROUTE_ACCESS, routeRefusal } from './route-access.js';
-import type { Caller } from './router.js';
 import { daemonRoutes } from './routes.js';
 
 const user = (role: RealmRole | null, via: 'user_token' | 'dispatch_token' = 'user_token'): Caller => ({

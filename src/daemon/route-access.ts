@@ -1,6 +1,6 @@
 import { type RealmPermission, realmAllows } from '../shared/permissions.js';
+import type { Caller } from './caller.js';
 import { DaemonError } from './errors.js';
-import type { Caller } from './router.js';
 
 /**
  * Which caller may use which daemon route (CONTRACT.md §6), in one table. The access guard

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { ZodError, type z } from 'zod';
 import type { Clock } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
-import type { RealmRole } from '../shared/permissions.js';
+import type { Caller } from './caller.js';
 import type { DaemonConfig } from './config.js';
 import type { DaemonDB } from './db/schema.js';
 import { DaemonError, type PayloadIssue } from './errors.js';
@@ -18,19 +18,6 @@ import { findTxReply, type StoredReply, saveTxReply } from './tx-replies.repo.js
  * body, runs the handler and, when the call carries a `tx_id`, stores the first reply (success or
  * error) so a repeated `tx_id` is answered from the store without running again — across restarts.
  */
-
-/** Who is calling, as established by the access guard (HTTP) or the tunnel (hub). */
-export type Caller =
-  /** A hub command through the tunnel. */
-  | { kind: 'hub' }
-  /** A process on this machine (loopback). */
-  | { kind: 'local' }
-  /** Another host with a dispatch token the hub signed for its own commands. */
-  | { kind: 'dispatch' }
-  /** A person on another host: a `svc_tok_` of a realm member, or a dispatch token issued to them. */
-  | { kind: 'user'; userId: string; role: RealmRole | null; via: 'user_token' | 'dispatch_token' }
-  /** Another host with a local token minted on this machine (while unconnected). */
-  | { kind: 'local_token' };
 
 /** What every handler may use. The outside world comes in here, never through imports. */
 export interface DaemonContext {

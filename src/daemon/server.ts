@@ -11,11 +11,12 @@ import { sql } from 'kysely';
 import { drainRequestBody } from '../shared/drain.js';
 import { jsonTextTooDeep, tooDeepMessage } from '../shared/json-depth.js';
 import type { Logger } from '../shared/logger.js';
+import type { Caller } from './caller.js';
 import type { CredentialChecker } from './credentials.js';
 import { DaemonError } from './errors.js';
 import { checkAccess, isLoopbackAddress } from './guard.js';
 import { daemonOpenApi } from './openapi.js';
-import type { Caller, DaemonContext, Router } from './router.js';
+import type { DaemonContext, Router } from './router.js';
 
 export const DAEMON_BODY_LIMIT = 10 * 1024 * 1024;
 

@@ -5,9 +5,7 @@ import type { RunState } from '../shared/api/run-states.js';
 import type { Clock, IdGen } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from '../shared/shutdown.js';
-import type { PasswordGate } from './auth/password-gate.js';
-import type { Tunnel } from './daemons/tunnel.js';
-import type { Mailer } from './orgs/mailer.js';
+import type { Mailer, PasswordGate, Tunnel } from './ports.js';
 
 /** Everything a hub service needs from the outside world, passed in (never imported). */
 export interface Hub {

@@ -6,7 +6,7 @@ import type { RunningDaemon } from '../../src/daemon/main.js';
 import { route } from '../../src/daemon/router.js';
 import { daemonRoutes } from '../../src/daemon/routes.js';
 import { sendCommand } from '../../src/hub/daemons/commands.js';
-import type { CommandResult } from '../../src/hub/daemons/outbox.repo.js';
+import type { CommandResult } from '../../src/hub/ports.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { offerItem } from '../helpers/offers.js';
 import { buildWorld, type World } from '../helpers/world.js';

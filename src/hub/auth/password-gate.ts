@@ -1,4 +1,5 @@
 import { RateLimitedError } from '../../shared/errors.js';
+import type { PasswordGate, PasswordGateStats } from '../ports.js';
 
 /**
  * A bound on password hashing (scrypt: 32 MiB and a thread of libuv's small pool per hash). At most
@@ -6,20 +7,6 @@ import { RateLimitedError } from '../../shared/errors.js';
  * caller is answered `rate_limited` at once, so a burst of sign-ins never takes the memory or the
  * thread pool (also used by file and DNS work) from the rest of the hub.
  */
-export interface PasswordGate {
-  run<T>(work: () => Promise<T>): Promise<T>;
-  stats(): PasswordGateStats;
-}
-
-export interface PasswordGateStats {
-  running: number;
-  waiting: number;
-  /** The most hashes that ever ran at once in this process. */
-  peak: number;
-  /** Calls answered rate_limited because the waiting list was full. */
-  refused: number;
-}
-
 export function createPasswordGate(opts: { concurrency: number; queue: number }): PasswordGate {
   const waiting: (() => void)[] = [];
   const stats: PasswordGateStats = { running: 0, waiting: 0, peak: 0, refused: 0 };

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { ExecuteRunBody, RunAgentManifest, RunPhase } from '../../shared/protocol.js';
-import type { PinnedDefinition } from './teams.service.js';
+import type { PinnedDefinition } from './manifest.js';
 import { newest } from './versions.js';
 
 /**

@@ -4,8 +4,8 @@ import { type AppError, conflict, notFound } from '../../shared/errors.js';
 import { requireRealm, requireUser } from '../access/access.service.js';
 import type { Hub } from '../context.js';
 import { awaitCommand } from '../daemons/await-command.js';
+import { inTx } from '../daemons/commands.js';
 import { loadLiveDaemon, realmOfScope } from '../daemons/daemons.repo.js';
-import { enqueueCommand } from '../daemons/outbox.repo.js';
 import { cursor, id, limit, type OpContext, op } from '../http/op.js';
 import { keysetPage } from '../http/paging.js';
 import { buildInstallBundle, installOut, settleInstalls } from './installs.service.js';
@@ -54,8 +54,8 @@ export const installOps = [
       const { daemon, tv } = await target(ctx, input);
       const command = await buildInstallBundle(ctx, tv);
       const now = ctx.now();
-      const txId = await ctx.db.transaction().execute(async (trx) => {
-        const tx = await enqueueCommand(trx, ctx, daemon.id, 'teams/install', command);
+      const txId = await inTx(ctx, async ({ db: trx, command: send }) => {
+        const tx = await send(daemon.id, 'teams/install', command);
         await trx
           .insertInto('team_installs')
           .values({
@@ -84,7 +84,6 @@ export const installOps = [
           .execute();
         return tx;
       });
-      ctx.tunnel.wake(daemon.id);
       const result = await awaitCommand(ctx, daemon.id, txId);
       await settleInstalls(ctx, { daemonId: daemon.id });
       const row = (await loadInstall(ctx, daemon.id, tv.id)) as TeamInstallsTable;
@@ -113,10 +112,8 @@ export const installOps = [
         };
       }
       const now = ctx.now();
-      const txId = await ctx.db.transaction().execute(async (trx) => {
-        const tx = await enqueueCommand(trx, ctx, daemon.id, 'teams/uninstall', {
-          team_version_id: tv.id,
-        });
+      const txId = await inTx(ctx, async ({ db: trx, command: send }) => {
+        const tx = await send(daemon.id, 'teams/uninstall', { team_version_id: tv.id });
         await trx
           .updateTable('team_installs')
           .set({ pending_action: 'uninstall', pending_tx_id: tx, last_error: null, updated_at: now })
@@ -124,7 +121,6 @@ export const installOps = [
           .execute();
         return tx;
       });
-      ctx.tunnel.wake(daemon.id);
       const result = await awaitCommand(ctx, daemon.id, txId);
       await settleInstalls(ctx, { daemonId: daemon.id });
       const row = (await loadInstall(ctx, daemon.id, tv.id)) as TeamInstallsTable;

@@ -3,7 +3,7 @@ import type { DB } from '../../db/index.js';
 import type { TeamInstallsTable, TeamVersionsTable } from '../../db/schema.js';
 import type { AgentBundle, TeamInstallCommand, TeamVersionBundle } from '../../shared/protocol-catalog.js';
 import type { Hub } from '../context.js';
-import type { PinnedDefinition } from './teams.service.js';
+import type { PinnedDefinition } from './manifest.js';
 
 /**
  * Team installations on daemons. The hub asks a daemon to install a team version with a

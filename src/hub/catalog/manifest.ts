@@ -237,6 +237,16 @@ export interface TeamDefinition {
   [extra: string]: unknown;
 }
 
+/** A stored team definition: every reference pinned to a row of the organization. */
+export type PinnedPhase = Phase & { agent_id?: string; team_version_id?: string };
+export interface PinnedDefinition {
+  name: string;
+  version: string;
+  description: string;
+  phases: PinnedPhase[];
+  [extra: string]: unknown;
+}
+
 /** Parses and validates a team definition (references are resolved by the service). */
 export function normalizeTeamDefinition(
   raw: unknown,

@@ -2,17 +2,9 @@ import type { TeamVersionsTable } from '../../db/schema.js';
 import { AppError } from '../../shared/errors.js';
 import type { Hub } from '../context.js';
 import { findAgent, findTeamVersion } from './catalog.repo.js';
-import { type Phase, parseRef, type TeamDefinition } from './manifest.js';
+import { type PinnedDefinition, type PinnedPhase, parseRef, type TeamDefinition } from './manifest.js';
 
 /** A phase after registration: references pinned to a version and to the row they resolved to. */
-export type PinnedPhase = Phase & { agent_id?: string; team_version_id?: string };
-export interface PinnedDefinition {
-  name: string;
-  version: string;
-  description: string;
-  phases: PinnedPhase[];
-  [extra: string]: unknown;
-}
 
 const bad = (message: string) => new AppError('bad_request', message);
 

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { type Kysely, PostgresAdapter, sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from '../../shared/logger.js';
+import type { BusEventMap, BusHandlers, BusMessage, ClusterBus } from '../ports.js';
 
 /**
  * The cluster bus: how hub processes sharing one database wake each other up. SQLite has one hub
@@ -23,42 +24,6 @@ import type { Logger } from '../../shared/logger.js';
 
 export const OUTBOX_CHANNEL = 'svc_outbox';
 export const HUB_CHANNEL = 'svc_hub';
-
-/** Control messages between hub processes (channel `svc_hub`). */
-export type BusMessage =
-  | { type: 'acl'; realm_id?: string; org_id?: string }
-  | { type: 'disconnect'; daemon_id: string; reason: string }
-  | { type: 'watch'; tx_id: string }
-  | { type: 'ack'; tx_id: string };
-
-export interface BusHandlers {
-  /** A command was written for this daemon (by any process, this one included). */
-  wake(daemonId: string): void;
-  /** A control message from another process. */
-  message(msg: BusMessage): void;
-  /** The LISTEN connection is (again) in place: notifications may have been missed meanwhile. */
-  resync(): void;
-}
-
-export interface BusEventMap {
-  /** The LISTEN connection is up (first time or after a reconnect). */
-  connected: [];
-  /** The LISTEN connection dropped; a reconnect is scheduled. */
-  disconnected: [];
-}
-
-export interface ClusterBus {
-  readonly kind: 'local' | 'postgres';
-  /** True while notifications can arrive (always for the local bus). */
-  readonly listening: boolean;
-  readonly events: EventEmitter<BusEventMap>;
-  /** Starts listening. PostgreSQL: resolves once LISTEN is in place, throws if it cannot be. */
-  start(handlers: BusHandlers): Promise<void>;
-  /** Sends a control message to every other hub process (no-op on the local bus). */
-  publish(msg: BusMessage): Promise<void>;
-  /** Stops listening. Idempotent. */
-  close(): Promise<void>;
-}
 
 /** The channel's name for the connection's schema (SQL, evaluated by PostgreSQL). */
 function channelExpr(base: string): string {

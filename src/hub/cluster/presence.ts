@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { updateOne } from '../../db/index.js';
 import type { Hub } from '../context.js';
 import { recordEvent } from '../events/events.js';
 
@@ -21,12 +22,7 @@ export async function registerInstance(hub: Hub, id: string): Promise<void> {
 
 /** Records this process's heartbeat; false when its row is gone (others presumed it dead). */
 export async function heartbeat(hub: Hub, id: string): Promise<boolean> {
-  const res = await hub.db
-    .updateTable('hub_instances')
-    .set({ heartbeat_at: hub.now() })
-    .where('id', '=', id)
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows) === 1;
+  return updateOne(hub.db.updateTable('hub_instances').set({ heartbeat_at: hub.now() }).where('id', '=', id));
 }
 
 interface HeldDaemon {
@@ -40,17 +36,20 @@ interface HeldDaemon {
 /** Marks one daemon offline if it is still held by that instance with that connection. */
 async function markOffline(hub: Hub, d: HeldDaemon, why: string): Promise<boolean> {
   return hub.db.transaction().execute(async (trx) => {
-    const res = await trx
-      .updateTable('daemons')
-      .set({ status: 'offline', connection_id: null, hub_instance_id: null })
-      .where('id', '=', d.id)
-      .where('status', '=', 'online')
-      .where('hub_instance_id', '=', d.hub_instance_id!)
-      .where((eb) =>
-        d.connection_id == null ? eb('connection_id', 'is', null) : eb('connection_id', '=', d.connection_id),
-      )
-      .executeTakeFirst();
-    if (Number(res.numUpdatedRows) !== 1) return false;
+    const marked = await updateOne(
+      trx
+        .updateTable('daemons')
+        .set({ status: 'offline', connection_id: null, hub_instance_id: null })
+        .where('id', '=', d.id)
+        .where('status', '=', 'online')
+        .where('hub_instance_id', '=', d.hub_instance_id!)
+        .where((eb) =>
+          d.connection_id == null
+            ? eb('connection_id', 'is', null)
+            : eb('connection_id', '=', d.connection_id),
+        ),
+    );
+    if (!marked) return false;
     await recordEvent(trx, hub, {
       type: 'daemon.disconnected',
       org_id: d.org_id,

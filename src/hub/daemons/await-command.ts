@@ -1,5 +1,7 @@
+import { updateOne } from '../../db/index.js';
 import type { Hub } from '../context.js';
-import type { CommandResult } from './outbox.repo.js';
+import type { CommandResult } from '../ports.js';
+import { daemonOnline } from './daemons.repo.js';
 
 /** How long an operation waits for a daemon's ack before answering without it. */
 export const COMMAND_ACK_TIMEOUT_MS = 10_000;
@@ -15,7 +17,7 @@ export async function awaitCommand(
   txId: string,
   timeoutMs = COMMAND_ACK_TIMEOUT_MS,
 ): Promise<CommandResult | null> {
-  if (!(await daemonOnline(hub, daemonId))) return null;
+  if (!(await daemonReachable(hub, daemonId))) return null;
   try {
     return await hub.tunnel.waitForAck(txId, timeoutMs);
   } catch {
@@ -23,15 +25,9 @@ export async function awaitCommand(
   }
 }
 
-export async function daemonOnline(hub: Hub, daemonId: string): Promise<boolean> {
-  if (hub.tunnel.isConnected(daemonId)) return true;
-  const d = await hub.db
-    .selectFrom('daemons')
-    .select('status')
-    .where('id', '=', daemonId)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
-  return d?.status === 'online';
+/** Online: connected to this process, or marked online by another. */
+export async function daemonReachable(hub: Hub, daemonId: string): Promise<boolean> {
+  return hub.tunnel.isConnected(daemonId) || (await daemonOnline(hub.db, daemonId));
 }
 
 /**
@@ -39,10 +35,7 @@ export async function daemonOnline(hub: Hub, daemonId: string): Promise<boolean>
  * still pending (a command already delivered may still run on the daemon; its late ack is ignored).
  */
 export async function withdrawCommand(hub: Hub, txId: string): Promise<boolean> {
-  const r = await hub.db
-    .deleteFrom('command_outbox')
-    .where('tx_id', '=', txId)
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
-  return Number(r.numDeletedRows) > 0;
+  return updateOne(
+    hub.db.deleteFrom('command_outbox').where('tx_id', '=', txId).where('status', '=', 'pending'),
+  );
 }

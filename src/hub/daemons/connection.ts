@@ -1,25 +1,18 @@
 import type { EventEmitter } from 'node:events';
 import type { WebSocket } from 'ws';
+import { updateOne } from '../../db/index.js';
 import { jsonTextTooDeep, tooDeepMessage } from '../../shared/json-depth.js';
 import type { AclEntry, AclFrame, HelloFrame } from '../../shared/protocol.js';
 import { DaemonFrame } from '../../shared/protocol.js';
 import type { Hub } from '../context.js';
 import { recordEvent } from '../events/events.js';
+import type { CommandResult, DispatchKeys, TunnelEventMap } from '../ports.js';
 import { realmAcl } from './acl.js';
-import { type DispatchKeys, signDispatch } from './dispatch.js';
-import { type CommandResult, markAcked, markSent, pendingCommands } from './outbox.repo.js';
+import { signDispatch } from './dispatch.js';
+import { markAcked, markSent, pendingCommands } from './outbox.repo.js';
 
 /** What the tunnel needs from the hub: everything but itself. */
 export type TunnelDeps = Omit<Hub, 'tunnel'>;
-
-export interface TunnelEventMap {
-  /** A daemon is online on this process: hello sent, pending commands on their way. */
-  connected: [{ daemon_id: string; connection_id: string }];
-  /** A daemon's connection to this process closed and the daemon was marked offline. */
-  disconnected: [{ daemon_id: string; connection_id: string }];
-  /** A command was acknowledged for the first time. */
-  ack: [CommandResult];
-}
 
 /** Shared state of one process's tunnel (see tunnel.ts). */
 export interface TunnelState {
@@ -252,13 +245,14 @@ function onClose(s: TunnelState, conn: Conn): void {
       const { db } = s.deps;
       const at = s.deps.now();
       const wentOffline = await db.transaction().execute(async (trx) => {
-        const res = await trx
-          .updateTable('daemons')
-          .set({ status: 'offline', last_seen_at: at, connection_id: null, hub_instance_id: null })
-          .where('id', '=', conn.daemonId)
-          .where('connection_id', '=', conn.id)
-          .executeTakeFirst();
-        if (Number(res.numUpdatedRows) !== 1) return false;
+        const marked = await updateOne(
+          trx
+            .updateTable('daemons')
+            .set({ status: 'offline', last_seen_at: at, connection_id: null, hub_instance_id: null })
+            .where('id', '=', conn.daemonId)
+            .where('connection_id', '=', conn.id),
+        );
+        if (!marked) return false;
         await recordEvent(trx, s.deps, {
           type: 'daemon.disconnected',
           org_id: conn.orgId,

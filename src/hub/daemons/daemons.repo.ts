@@ -59,7 +59,12 @@ export async function onlineDaemonIds(db: Kysely<DB>, realmId: string): Promise<
 /** Whether the daemon's tunnel is up, as the hub last saw it. */
 export async function daemonOnline(db: Kysely<DB>, daemonId: string | null): Promise<boolean> {
   if (daemonId === null) return false;
-  const d = await db.selectFrom('daemons').select('status').where('id', '=', daemonId).executeTakeFirst();
+  const d = await db
+    .selectFrom('daemons')
+    .select('status')
+    .where('id', '=', daemonId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
   return d?.status === 'online';
 }
 

@@ -10,6 +10,7 @@ import {
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { Hub } from '../context.js';
+import type { DispatchKeys } from '../ports.js';
 
 /**
  * Dispatch tokens: short-lived JWTs the hub signs so that a caller on another host may call a
@@ -20,13 +21,6 @@ export const DISPATCH_ALG = 'EdDSA';
 export const DISPATCH_ISSUER = 'svc-hub';
 export const MAX_DISPATCH_TTL_MS = 5 * 60 * 1000;
 const KEY_ID = 'dispatch';
-
-export interface DispatchKeys {
-  privateKey: CryptoKey;
-  /** Public JWK with `alg`, `use` and `kid`: what daemons get in the hello frame. */
-  publicJwk: JWK;
-  kid: string;
-}
 
 /**
  * Loads the hub's dispatch key pair, creating it on the first start. Several hub processes may

@@ -1,8 +1,9 @@
 import type { Kysely } from 'kysely';
-import type { DB } from '../../db/index.js';
+import { type DB, updateOne } from '../../db/index.js';
 import type { CommandOutboxTable } from '../../db/schema.js';
 import type { AckFrame } from '../../shared/protocol.js';
 import { notifyOutbox } from '../cluster/bus.js';
+import type { CommandResult } from '../ports.js';
 
 /**
  * The durable command outbox (SQL only). A command stays `pending` until its daemon acks it; the
@@ -101,20 +102,20 @@ export async function markAcked(
   ack: AckFrame,
   now: number,
 ): Promise<boolean> {
-  const res = await db
-    .updateTable('command_outbox')
-    .set({
-      status: 'acked',
-      ack_status: ack.status,
-      reply: ack.status === 'ok' ? JSON.stringify(ack.reply ?? null) : null,
-      error: ack.status === 'error' ? JSON.stringify(ack.error ?? null) : null,
-      acked_at: now,
-    })
-    .where('tx_id', '=', ack.tx_id)
-    .where('daemon_id', '=', daemonId)
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows) === 1;
+  return updateOne(
+    db
+      .updateTable('command_outbox')
+      .set({
+        status: 'acked',
+        ack_status: ack.status,
+        reply: ack.status === 'ok' ? JSON.stringify(ack.reply ?? null) : null,
+        error: ack.status === 'error' ? JSON.stringify(ack.error ?? null) : null,
+        acked_at: now,
+      })
+      .where('tx_id', '=', ack.tx_id)
+      .where('daemon_id', '=', daemonId)
+      .where('status', '=', 'pending'),
+  );
 }
 
 export function loadCommand(db: Kysely<DB>, txId: string): Promise<CommandOutboxTable | undefined> {
@@ -122,14 +123,6 @@ export function loadCommand(db: Kysely<DB>, txId: string): Promise<CommandOutbox
 }
 
 /** What an acked command came back with. */
-export interface CommandResult {
-  tx_id: string;
-  daemon_id: string;
-  status: 'ok' | 'error';
-  reply: unknown;
-  error: { code: string; message: string; details?: unknown } | null;
-}
-
 export function commandResult(row: CommandOutboxTable): CommandResult | null {
   if (row.status !== 'acked' || row.ack_status === null) return null;
   return {

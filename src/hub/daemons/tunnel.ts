@@ -1,67 +1,16 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
 import { AppError, HUB_STATUS } from '../../shared/errors.js';
-import { type BusHandlers, type ClusterBus, createLocalBus } from '../cluster/bus.js';
-import { BODY_LIMIT } from '../http/app.js';
+import { createLocalBus } from '../cluster/bus.js';
 import { errorBody } from '../http/errors.js';
-import {
-  type Conn,
-  flush,
-  openConnection,
-  pushRealmAcl,
-  type TunnelDeps,
-  type TunnelEventMap,
-} from './connection.js';
-import { type DispatchKeys, loadDispatchKeys } from './dispatch.js';
-import { type CommandResult, commandResult, loadCommand } from './outbox.repo.js';
+import { BODY_LIMIT } from '../http/limits.js';
+import type { BusHandlers, ClusterBus, CommandResult, Tunnel, TunnelEventMap } from '../ports.js';
+import { type Conn, flush, openConnection, pushRealmAcl, type TunnelDeps } from './connection.js';
+import { loadDispatchKeys } from './dispatch.js';
+import { commandResult, loadCommand } from './outbox.repo.js';
 import { authenticateUpgrade, CONNECT_PATH, rejectUpgrade } from './upgrade.js';
-
-export type { TunnelDeps, TunnelEventMap } from './connection.js';
-
-/**
- * The hub side of the hub↔daemon tunnel, for one hub process: the daemons connected here, command
- * delivery from the durable outbox, ACL pushes, heartbeats and the dispatch key.
- *
- * Several hub processes may share one database. A command written by any process reaches its
- * daemon through the outbox: at once when the daemon is connected to the writing process
- * (`wake`), through the cluster bus otherwise (PostgreSQL NOTIFY at commit, src/hub/cluster/bus.ts),
- * and by the periodic scan of the process that holds the connection (the safety net). ACL pushes,
- * disconnects and acks reach the other processes through the same bus.
- */
-export interface Tunnel {
-  readonly keys: DispatchKeys;
-  /** This hub process (`hub_instances.id`, recorded on the daemons connected here). */
-  readonly instanceId: string;
-  /** The cluster bus this tunnel listens on (local on SQLite). */
-  readonly bus: ClusterBus;
-  /** `connected`, `disconnected`, `ack` (see TunnelEventMap). In-process only. */
-  readonly events: EventEmitter<TunnelEventMap>;
-  /** True when the daemon has a live, greeted connection to this process. */
-  isConnected(daemonId: string): boolean;
-  /** Sends the daemon's pending commands now, if it is connected here. Call after committing. */
-  wake(daemonId: string): void;
-  /**
-   * Pushes the current ACL to the connected daemons of a realm, or of every realm of an org, here
-   * and (through the bus) on every other hub process.
-   */
-  pushAcl(scope: { realmId?: string; orgId?: string }): Promise<void>;
-  /** Closes the daemon's connection, on whichever hub process holds it (e.g. its token was revoked). */
-  disconnect(daemonId: string, reason: string): void;
-  /** Closes every connection to this process (the daemons reconnect, here or elsewhere). */
-  disconnectAll(reason: string): void;
-  /**
-   * Resolves when the command is acked (at once if it was already), also when its daemon is
-   * connected to another hub process; rejects after `timeoutMs`.
-   */
-  waitForAck(txId: string, timeoutMs?: number): Promise<CommandResult>;
-  /** Serves `GET /v1/daemons/connect` on the app's server and starts the timers. */
-  attach(app: FastifyInstance): void;
-  /** Stops the timers and closes every connection (waiting for their bookkeeping). Idempotent. */
-  close(): Promise<void>;
-}
 
 const CLOSE_GRACE_MS = 1_000;
 

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { updateOne } from '../../db/index.js';
 import type { NotificationDeliveriesTable } from '../../db/schema.js';
 import type { Hub } from '../context.js';
 import { getSetting } from '../settings/settings.repo.js';
@@ -158,25 +159,26 @@ export function startDeliveryWorker(hub: Hub, opts: WorkerOptions = {}): Deliver
     const now = hub.now();
     await hub.db.transaction().execute(async (trx) => {
       const attempts = outcome ? d.attempts + 1 : d.attempts;
-      const upd = await trx
-        .updateTable('notification_deliveries')
-        .set({
-          state,
-          attempts,
-          next_attempt_at: nextAt ?? d.next_attempt_at,
-          lease_owner: null,
-          lease_until: null,
-          last_status_code: res.status,
-          last_latency_ms: res.latencyMs,
-          last_error: res.error,
-          updated_at: now,
-          completed_at: state === 'pending' ? null : now,
-        })
-        .where('id', '=', d.id)
-        .where('lease_owner', '=', d.lease_owner)
-        .executeTakeFirst();
+      const recorded = await updateOne(
+        trx
+          .updateTable('notification_deliveries')
+          .set({
+            state,
+            attempts,
+            next_attempt_at: nextAt ?? d.next_attempt_at,
+            lease_owner: null,
+            lease_until: null,
+            last_status_code: res.status,
+            last_latency_ms: res.latencyMs,
+            last_error: res.error,
+            updated_at: now,
+            completed_at: state === 'pending' ? null : now,
+          })
+          .where('id', '=', d.id)
+          .where('lease_owner', '=', d.lease_owner),
+      );
       // Our lease ran out and another process took the delivery over: it records the outcome.
-      if (Number(upd.numUpdatedRows) !== 1 || !outcome) return;
+      if (!recorded || !outcome) return;
       await trx
         .insertInto('notification_attempts')
         .values({
@@ -203,18 +205,19 @@ export function startDeliveryWorker(hub: Hub, opts: WorkerOptions = {}): Deliver
           .set({ consecutive_failures: sql`consecutive_failures + 1` })
           .where('id', '=', d.channel_id)
           .execute();
-        const disabled = await trx
-          .updateTable('notification_channels')
-          .set({
-            enabled: 0,
-            updated_at: now,
-            disabled_reason: `disabled automatically after ${cfg.notifyDisableAfter} consecutive failed deliveries; last: ${(res.error ?? 'error').slice(0, 300)}`,
-          })
-          .where('id', '=', d.channel_id)
-          .where('enabled', '=', 1)
-          .where('consecutive_failures', '>=', cfg.notifyDisableAfter)
-          .executeTakeFirst();
-        if (Number(disabled.numUpdatedRows) === 1) {
+        const disabled = await updateOne(
+          trx
+            .updateTable('notification_channels')
+            .set({
+              enabled: 0,
+              updated_at: now,
+              disabled_reason: `disabled automatically after ${cfg.notifyDisableAfter} consecutive failed deliveries; last: ${(res.error ?? 'error').slice(0, 300)}`,
+            })
+            .where('id', '=', d.channel_id)
+            .where('enabled', '=', 1)
+            .where('consecutive_failures', '>=', cfg.notifyDisableAfter),
+        );
+        if (disabled) {
           hub.log.warn({ channel_id: d.channel_id }, 'notification channel disabled after repeated failures');
         }
       }

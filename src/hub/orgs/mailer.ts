@@ -1,17 +1,6 @@
 import nodemailer from 'nodemailer';
 import type { Logger } from '../../shared/logger.js';
-
-export interface Mail {
-  to: string;
-  subject: string;
-  text: string;
-}
-
-/** Sends e-mail in the background: `send` never throws and never blocks the caller. */
-export interface Mailer {
-  send(mail: Mail): Promise<boolean>;
-  close(): void;
-}
+import type { Mailer } from '../ports.js';
 
 export function createMailer(smtp: { url: string; from: string }, log: Logger): Mailer {
   const transport = nodemailer.createTransport(smtp.url);

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { DB } from '../../db/index.js';
+import { type DB, updateOne } from '../../db/index.js';
 import type { InvitesTable, OrgsTable, UsersTable } from '../../db/schema.js';
 import { conflict, notFound } from '../../shared/errors.js';
 import { hashSecret, mintToken, tokenKind } from '../../shared/tokens.js';
@@ -264,24 +264,20 @@ export async function acceptInvite(hub: Hub, caller: Caller, input: AcceptInput)
   const expiresAt = now + hub.config.sessionTtlMs;
   const accepted = await hub.db.transaction().execute(async (trx) => {
     // The status check in the WHERE makes acceptance single-use under concurrency.
-    const res = await trx
-      .updateTable('invites')
-      .set({ status: 'accepted', accepted_at: now })
-      .where('id', '=', invite.id)
-      .where('status', '=', 'pending')
-      .executeTakeFirst();
-    if (Number(res.numUpdatedRows) !== 1) throw conflict('this invitation was accepted already');
+    const taken = await updateOne(
+      trx
+        .updateTable('invites')
+        .set({ status: 'accepted', accepted_at: now })
+        .where('id', '=', invite.id)
+        .where('status', '=', 'pending'),
+    );
+    if (!taken) throw conflict('this invitation was accepted already');
     if (update) {
       // Only while the account still has no password: two acceptances never both set one.
-      const set = await trx
-        .updateTable('users')
-        .set(update)
-        .where('id', '=', user.id)
-        .where('password_hash', 'is', null)
-        .executeTakeFirst();
-      if (Number(set.numUpdatedRows) !== 1) {
-        throw conflict("this account's password was set meanwhile; sign in and accept again");
-      }
+      const set = await updateOne(
+        trx.updateTable('users').set(update).where('id', '=', user.id).where('password_hash', 'is', null),
+      );
+      if (!set) throw conflict("this account's password was set meanwhile; sign in and accept again");
     }
     await trx
       .insertInto('org_members')

@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import type { DB } from '../../db/index.js';
+import { type DB, updateOne } from '../../db/index.js';
 import type { ReviewsTable } from '../../db/schema.js';
 
 /** Reviews: SQL and the row → Review mapper (src/hub/reviews/). */
@@ -70,13 +70,7 @@ export async function closeReview(
   id: string,
   set: Pick<ReviewsTable, 'state' | 'closed_at' | 'closed_by' | 'verdict_action' | 'verdict_comment'>,
 ): Promise<boolean> {
-  const res = await db
-    .updateTable('reviews')
-    .set(set)
-    .where('id', '=', id)
-    .where('state', '=', 'open')
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows) === 1;
+  return updateOne(db.updateTable('reviews').set(set).where('id', '=', id).where('state', '=', 'open'));
 }
 
 /**

@@ -4,7 +4,7 @@ import type { WorkspacesTable } from '../../db/schema.js';
 import { conflict, notFound } from '../../shared/errors.js';
 import type { Hub } from '../context.js';
 import { withdrawCommand } from '../daemons/await-command.js';
-import { enqueueCommand } from '../daemons/outbox.repo.js';
+import { inTx } from '../daemons/commands.js';
 
 /**
  * Workspace rows. A workspace of an offline daemon is `pending` with the `workspaces/register`
@@ -130,8 +130,8 @@ export async function registerPending(
   daemon: Daemon,
   w: { id: string; path: string; requestedPath: string; name: string; existing: WorkspacesTable | undefined },
 ): Promise<WorkspacesTable> {
-  const replaced = await hub.db.transaction().execute(async (trx) => {
-    const txId = await enqueueCommand(trx, hub, daemon.id, 'workspaces/register', {
+  const replaced = await inTx(hub, async ({ db: trx, command }) => {
+    const txId = await command(daemon.id, 'workspaces/register', {
       id: w.id,
       path: w.requestedPath,
       name: w.name,
@@ -142,7 +142,6 @@ export async function registerPending(
   });
   // The command an earlier registration waited for is no longer needed.
   if (replaced) await withdrawCommand(hub, replaced);
-  hub.tunnel.wake(daemon.id);
   return (await findByPath(hub, daemon.id, w.path))!;
 }
 

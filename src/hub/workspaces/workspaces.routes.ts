@@ -6,10 +6,9 @@ import { requireRealm, requireUser } from '../access/access.service.js';
 import type { Actor } from '../access/actor.js';
 import { settleInstalls } from '../catalog/installs.service.js';
 import type { Hub } from '../context.js';
-import { awaitCommand, daemonOnline, withdrawCommand } from '../daemons/await-command.js';
-import { sendCommand } from '../daemons/commands.js';
+import { awaitCommand, daemonReachable, withdrawCommand } from '../daemons/await-command.js';
+import { inTx, sendCommand } from '../daemons/commands.js';
 import { loadLiveDaemon, realmOfScope } from '../daemons/daemons.repo.js';
-import { enqueueCommand } from '../daemons/outbox.repo.js';
 import { cursor, id, limit, op } from '../http/op.js';
 import { keysetPage } from '../http/paging.js';
 import {
@@ -51,7 +50,7 @@ export const workspaceOps = [
       const existing = await findByPath(ctx, daemon.id, wanted);
       const name = input.name ?? existing?.name ?? (path.posix.basename(wanted) || wanted);
       const workspaceId = existing?.id ?? ctx.newId();
-      if (!(await daemonOnline(ctx, daemon.id))) {
+      if (!(await daemonReachable(ctx, daemon.id))) {
         const w = { id: workspaceId, path: wanted, requestedPath: input.path, name, existing };
         ctx.status(202);
         return { data: workspaceOut(await registerPending(ctx, daemon, w)) };
@@ -190,19 +189,18 @@ export const workspaceOps = [
         });
       }
       const now = ctx.now();
-      const txId = await ctx.db.transaction().execute(async (trx) => {
+      const txId = await inTx(ctx, async ({ db: trx, command }) => {
         await trx
           .updateTable('workspaces')
           .set({ team_ids: JSON.stringify(teamIds), updated_at: now })
           .where('id', '=', w.id)
           .execute();
-        return enqueueCommand(trx, ctx, w.daemon_id, 'workspaces/assign_teams', {
+        return command(w.daemon_id, 'workspaces/assign_teams', {
           workspace_id: w.id,
           path: w.path,
           team_ids: teamIds,
         });
       });
-      ctx.tunnel.wake(w.daemon_id);
       return { data: { ...workspaceOut(await loadWorkspace(ctx, w.id)), tx_id: txId } };
     },
   }),

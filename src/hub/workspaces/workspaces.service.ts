@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { WorkspacesTable } from '../../db/schema.js';
-import type { CommandResult } from '../daemons/outbox.repo.js';
+import type { CommandResult } from '../ports.js';
 
 /**
  * Workspaces: directories on a daemon's machine. The daemon decides whether a path is usable; the

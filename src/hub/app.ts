@@ -1,16 +1,15 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { sql } from 'kysely';
 import { z } from 'zod';
-import { drainRequestBody } from '../../shared/drain.js';
-import { AppError, RateLimitedError } from '../../shared/errors.js';
-import { jsonTextTooDeep, tooDeepMessage } from '../../shared/json-depth.js';
-import { authenticate } from '../auth/authenticate.js';
-import type { PasswordGateStats } from '../auth/password-gate.js';
-import type { Hub } from '../context.js';
-import { errorBody, statusOf, toAppError } from './errors.js';
-import type { Op } from './op.js';
-
-export const BODY_LIMIT = 10 * 1024 * 1024;
+import { drainRequestBody } from '../shared/drain.js';
+import { AppError, RateLimitedError } from '../shared/errors.js';
+import { jsonTextTooDeep, tooDeepMessage } from '../shared/json-depth.js';
+import { authenticate } from './auth/authenticate.js';
+import type { Hub } from './context.js';
+import { errorBody, statusOf, toAppError } from './http/errors.js';
+import { BODY_LIMIT } from './http/limits.js';
+import type { Op } from './http/op.js';
+import type { PasswordGateStats } from './ports.js';
 
 export interface AppOptions {
   /** Version string shown in the OpenAPI document. */

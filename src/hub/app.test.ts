@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { post, startTestHub, type TestHub } from '../../../test/helpers/hub.js';
-import { mintToken } from '../../shared/tokens.js';
+import { post, startTestHub, type TestHub } from '../../test/helpers/hub.js';
+import { mintToken } from '../shared/tokens.js';
 
 describe('hub HTTP basics', () => {
   let h: TestHub;

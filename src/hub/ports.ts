@@ -1,0 +1,147 @@
+import type { EventEmitter } from 'node:events';
+import type { FastifyInstance } from 'fastify';
+import type { CryptoKey, JWK } from 'jose';
+
+/**
+ * The interfaces of what the hub's context (context.ts) holds besides the database: the tunnel to
+ * daemons and the cluster bus under it, password hashing, e-mail. They sit at the bottom of the hub
+ * so that everything can name them; their implementations (daemons/tunnel.ts, cluster/bus.ts,
+ * auth/password-gate.ts, orgs/mailer.ts) import them from here.
+ */
+
+// ── The tunnel (src/hub/daemons/) ───────────────────────────────────────────────────────────────
+
+export interface DispatchKeys {
+  privateKey: CryptoKey;
+  /** Public JWK with `alg`, `use` and `kid`: what daemons get in the hello frame. */
+  publicJwk: JWK;
+  kid: string;
+}
+
+/** A command's acknowledgement by its daemon. */
+export interface CommandResult {
+  tx_id: string;
+  daemon_id: string;
+  status: 'ok' | 'error';
+  reply: unknown;
+  error: { code: string; message: string; details?: unknown } | null;
+}
+
+export interface TunnelEventMap {
+  /** A daemon is online on this process: hello sent, pending commands on their way. */
+  connected: [{ daemon_id: string; connection_id: string }];
+  /** A daemon's connection to this process closed and the daemon was marked offline. */
+  disconnected: [{ daemon_id: string; connection_id: string }];
+  /** A command was acknowledged for the first time. */
+  ack: [CommandResult];
+}
+
+/**
+ * The hub side of the hub↔daemon tunnel, for one hub process: the daemons connected here, command
+ * delivery from the durable outbox, ACL pushes, heartbeats and the dispatch key.
+ *
+ * Several hub processes may share one database. A command written by any process reaches its
+ * daemon through the outbox: at once when the daemon is connected to the writing process
+ * (`wake`), through the cluster bus otherwise (PostgreSQL NOTIFY at commit, src/hub/cluster/bus.ts),
+ * and by the periodic scan of the process that holds the connection (the safety net). ACL pushes,
+ * disconnects and acks reach the other processes through the same bus.
+ */
+export interface Tunnel {
+  readonly keys: DispatchKeys;
+  /** This hub process (`hub_instances.id`, recorded on the daemons connected here). */
+  readonly instanceId: string;
+  /** The cluster bus this tunnel listens on (local on SQLite). */
+  readonly bus: ClusterBus;
+  /** `connected`, `disconnected`, `ack` (see TunnelEventMap). In-process only. */
+  readonly events: EventEmitter<TunnelEventMap>;
+  /** True when the daemon has a live, greeted connection to this process. */
+  isConnected(daemonId: string): boolean;
+  /** Sends the daemon's pending commands now, if it is connected here. Call after committing. */
+  wake(daemonId: string): void;
+  /**
+   * Pushes the current ACL to the connected daemons of a realm, or of every realm of an org, here
+   * and (through the bus) on every other hub process.
+   */
+  pushAcl(scope: { realmId?: string; orgId?: string }): Promise<void>;
+  /** Closes the daemon's connection, on whichever hub process holds it (e.g. its token was revoked). */
+  disconnect(daemonId: string, reason: string): void;
+  /** Closes every connection to this process (the daemons reconnect, here or elsewhere). */
+  disconnectAll(reason: string): void;
+  /**
+   * Resolves when the command is acked (at once if it was already), also when its daemon is
+   * connected to another hub process; rejects after `timeoutMs`.
+   */
+  waitForAck(txId: string, timeoutMs?: number): Promise<CommandResult>;
+  /** Serves `GET /v1/daemons/connect` on the app's server and starts the timers. */
+  attach(app: FastifyInstance): void;
+  /** Stops the timers and closes every connection (waiting for their bookkeeping). Idempotent. */
+  close(): Promise<void>;
+}
+
+// ── The cluster bus (src/hub/cluster/bus.ts) ────────────────────────────────────────────────────
+
+/** Control messages between hub processes (channel `svc_hub`). */
+export type BusMessage =
+  | { type: 'acl'; realm_id?: string; org_id?: string }
+  | { type: 'disconnect'; daemon_id: string; reason: string }
+  | { type: 'watch'; tx_id: string }
+  | { type: 'ack'; tx_id: string };
+
+export interface BusHandlers {
+  /** A command was written for this daemon (by any process, this one included). */
+  wake(daemonId: string): void;
+  /** A control message from another process. */
+  message(msg: BusMessage): void;
+  /** The LISTEN connection is (again) in place: notifications may have been missed meanwhile. */
+  resync(): void;
+}
+
+export interface BusEventMap {
+  /** The LISTEN connection is up (first time or after a reconnect). */
+  connected: [];
+  /** The LISTEN connection dropped; a reconnect is scheduled. */
+  disconnected: [];
+}
+
+export interface ClusterBus {
+  readonly kind: 'local' | 'postgres';
+  /** True while notifications can arrive (always for the local bus). */
+  readonly listening: boolean;
+  readonly events: EventEmitter<BusEventMap>;
+  /** Starts listening. PostgreSQL: resolves once LISTEN is in place, throws if it cannot be. */
+  start(handlers: BusHandlers): Promise<void>;
+  /** Sends a control message to every other hub process (no-op on the local bus). */
+  publish(msg: BusMessage): Promise<void>;
+  /** Stops listening. Idempotent. */
+  close(): Promise<void>;
+}
+
+// ── Password hashing (src/hub/auth/password-gate.ts) ───────────────────────────────────────────
+
+export interface PasswordGate {
+  run<T>(work: () => Promise<T>): Promise<T>;
+  stats(): PasswordGateStats;
+}
+
+export interface PasswordGateStats {
+  running: number;
+  waiting: number;
+  /** The most hashes that ever ran at once in this process. */
+  peak: number;
+  /** Calls answered rate_limited because the waiting list was full. */
+  refused: number;
+}
+
+// ── E-mail (src/hub/orgs/mailer.ts) ────────────────────────────────────────────────────────────
+
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+/** Sends e-mail in the background: `send` never throws and never blocks the caller. */
+export interface Mailer {
+  send(mail: Mail): Promise<boolean>;
+  close(): void;
+}
