@@ -6,6 +6,7 @@ export const RUN_EVENT_KINDS = [
   'run.queued',
   'run.offered',
   'run.claimed',
+  'run.assigned',
   'run.started',
   'phase.started',
   'phase.completed',
