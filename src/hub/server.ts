@@ -20,6 +20,7 @@ import type { ClusterBus } from './ports.js';
 import { startReviewExpiry } from './reviews/reviews.background.js';
 import { closeReviewsOfEndedRun } from './reviews/reviews.service.js';
 import { startRunsBackground } from './runs/runs.background.js';
+import { registerRunStreams } from './runs/runs.stream.js';
 
 export interface StartHubOptions {
   databaseUrl: string;
@@ -108,6 +109,8 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     const app = createHubApp(hub, hubOps);
     // The web console at / (src/hub/console.ts): static files; it talks to the API like any client.
     registerConsole(app, log);
+    // Live updates of runs as server-sent events (src/hub/runs/runs.stream.ts).
+    registerRunStreams(app, hub);
     // The daemon tunnel; Fastify's close runs the tunnel's close first (preClose hook).
     hub.tunnel.attach(app);
     try {

@@ -22,6 +22,11 @@ export function loadRun(db: Kysely<DB>, runId: string): Promise<RunsTable | unde
   return db.selectFrom('runs').selectAll().where('run_id', '=', runId).executeTakeFirst();
 }
 
+export function loadRuns(db: Kysely<DB>, runIds: string[]): Promise<RunsTable[]> {
+  if (runIds.length === 0) return Promise.resolve([]);
+  return db.selectFrom('runs').selectAll().where('run_id', 'in', runIds).execute();
+}
+
 export function runOfQueueItem(db: Kysely<DB>, queueItemId: string) {
   return db.selectFrom('runs').selectAll().where('queue_item_id', '=', queueItemId).executeTakeFirst();
 }
