@@ -16,7 +16,7 @@ import { dispatchIn, planDispatch, runDefinition } from './dispatch.service.js';
 import { addHistory } from './history.repo.js';
 import { heldRun } from './read.service.js';
 import { daemonActor, json, type RunOut, runOut, toJson, userActor } from './run.mapper.js';
-import { countRunsOf, insertRunRow, loadRun, runOfChildKey } from './runs.repo.js';
+import { insertRunRow, loadRun, nextRunNumber, runOfChildKey } from './runs.repo.js';
 import { maxCallDepthOf } from './settings.js';
 
 /** New runs: `runs/new` (a person) and `runs/start_child` (a daemon, for a team phase). */
@@ -75,7 +75,7 @@ export async function insertRun(
   const now = hub.now();
   const runName =
     seed.run_name ??
-    `${seed.base_name}-${(await countRunsOf(db, seed.realm_id, { teamId: seed.team_id, agentId: seed.agent_id })) + 1}`;
+    `${seed.base_name}-${await nextRunNumber(db, seed.realm_id, seed.team_id ?? seed.agent_id ?? seed.base_name)}`;
   const { base_name: _, child_key, ...fields } = seed;
   const row: RunsTable = {
     ...fields,

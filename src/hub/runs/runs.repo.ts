@@ -58,20 +58,20 @@ export async function heldRunsPerDaemon(db: Kysely<DB>, daemonIds: string[]): Pr
   return new Map(rows.map((r) => [r.daemon_id as string, Number(r.n)]));
 }
 
-/** How many runs of this team (or agent) the realm has: the number in a default run name. */
-export async function countRunsOf(
-  db: Kysely<DB>,
-  realmId: string,
-  of: { teamId: string | null; agentId: string | null },
-): Promise<number> {
-  const n = await db
-    .selectFrom('runs')
-    .select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .where('realm_id', '=', realmId)
-    .$if(of.teamId !== null, (q) => q.where('team_id', '=', of.teamId))
-    .$if(of.teamId === null, (q) => q.where('agent_id', '=', of.agentId))
+/**
+ * The next number of a default run name for this team (or agent) in the realm, taken in the caller's
+ * transaction (one row per realm and subject; concurrent runs get distinct numbers).
+ */
+export async function nextRunNumber(db: Kysely<DB>, realmId: string, subjectId: string): Promise<number> {
+  const row = await db
+    .insertInto('run_numbers')
+    .values({ realm_id: realmId, subject_id: subjectId, last: 1 })
+    .onConflict((oc) =>
+      oc.columns(['realm_id', 'subject_id']).doUpdateSet((eb) => ({ last: eb('run_numbers.last', '+', 1) })),
+    )
+    .returning('last')
     .executeTakeFirstOrThrow();
-  return Number(n.n);
+  return Number(row.last);
 }
 
 /** Moves the row to `to` if it is still in `run.state` with `run.lease_epoch` (and the guard holds). */
