@@ -12,6 +12,7 @@ import { type Clock, type IdGen, uuidv7 } from '../shared/ids.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { stopWithin } from '../shared/shutdown.js';
 import { ADMIN_TOKEN_RULE, hashSecret, parseAdminToken } from '../shared/tokens.js';
+import { createAccessCache } from './access/access-cache.js';
 import { createHubApp } from './app.js';
 import { createPasswordGate } from './auth/password-gate.js';
 import { bootstrapAdmin } from './auth/users.js';
@@ -101,8 +102,11 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     );
     const resealed = await resealAll(database.db, cipher);
     if (resealed > 0) log.info({ resealed, key_id: cipher.keyId }, 'secrets sealed under the current key');
+    // Authentication and roles are cached; the handle's plugin clears the cache on writes that matter.
+    const access = createAccessCache();
     const base: Omit<Hub, 'tunnel'> = {
-      db: database.db,
+      db: database.db.withPlugin(access.watch),
+      access,
       dialect: database.dialect,
       log,
       now: opts.now ?? Date.now,

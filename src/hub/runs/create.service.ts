@@ -9,9 +9,10 @@ import { userByHandle } from '../auth/users.js';
 import { findAgent, findTeamVersion, teamVersionInOrg, teamVersionsById } from '../catalog/catalog.repo.js';
 import { parseRef } from '../catalog/manifest.js';
 import type { Hub } from '../context.js';
+import { inTx } from '../daemons/commands.js';
 import { unusableChannelIds } from '../notifications/channels.repo.js';
 import { loadWorkspace, requireReadyWorkspace } from '../workspaces/workspaces.repo.js';
-import { dispatchRun, runDefinition } from './dispatch.service.js';
+import { dispatchIn, planDispatch, runDefinition } from './dispatch.service.js';
 import { addHistory } from './history.repo.js';
 import { heldRun } from './read.service.js';
 import { daemonActor, json, type RunOut, runOut, toJson, userActor } from './run.mapper.js';
@@ -221,10 +222,14 @@ export async function createRun(hub: Hub, actor: Actor | null, input: NewRunInpu
     iteration_key: null,
     created_by_user_id: user.user.id,
   };
-  const row = await hub.db.transaction().execute((trx) => insertRun(trx, hub, seed, userActor(user.user)));
-  const answer = runOut(row, false, hub.now());
-  await dispatchRun(hub, row.run_id);
-  return answer;
+  // The run is written and sent where it goes in one transaction; the reply shows it as created.
+  const plan = await planDispatch(hub, seed);
+  const row = await inTx(hub, async (tx) => {
+    const inserted = await insertRun(tx.db, hub, seed, userActor(user.user));
+    if (plan) await dispatchIn(tx, inserted, plan);
+    return inserted;
+  });
+  return runOut(row, false, hub.now());
 }
 
 /**
@@ -284,15 +289,17 @@ export async function startChild(hub: Hub, actor: DaemonActor, input: StartChild
     created_by_user_id: parent.created_by_user_id,
   };
   let child: RunsTable;
+  const plan = await planDispatch(hub, seed);
   try {
-    child = await hub.db
-      .transaction()
-      .execute((trx) => insertRun(trx, hub, seed, daemonActor(actor.daemon.id)));
+    child = await inTx(hub, async (tx) => {
+      const inserted = await insertRun(tx.db, hub, seed, daemonActor(actor.daemon.id));
+      if (plan) await dispatchIn(tx, inserted, plan);
+      return inserted;
+    });
   } catch (err) {
     const raced = isUniqueViolation(err) ? await runOfChildKey(hub.db, childKey) : undefined;
     if (!raced) throw err;
     return { run: runOut(raced, true, hub.now()), created: false };
   }
-  await dispatchRun(hub, child.run_id);
   return { run: runOut((await loadRun(hub.db, child.run_id))!, true, hub.now()), created: true };
 }
