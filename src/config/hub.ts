@@ -1,6 +1,13 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { KEY_RULE, parseKey } from '../shared/secret-key.js';
 import { ADMIN_TOKEN_RULE, parseAdminToken } from '../shared/tokens.js';
+
+const splitKeys = (v: string) =>
+  v
+    .split(',')
+    .map((k) => k.trim())
+    .filter((k) => k !== '');
 
 /** Hub configuration from the environment (see docs/configuration.md). Pure: pass any env. */
 const HubEnv = z.object({
@@ -18,6 +25,17 @@ const HubEnv = z.object({
       return token ?? z.NEVER;
     })
     .optional(),
+  // Encryption at rest (docs/configuration.md): checked here, the values never appear in a message.
+  SVC_SECRETS_KEY: z
+    .string()
+    .refine((v) => typeof parseKey(v, '') !== 'string', { message: KEY_RULE })
+    .optional(),
+  SVC_SECRETS_OLD_KEYS: z
+    .string()
+    .refine((v) => splitKeys(v).every((k) => typeof parseKey(k, '') !== 'string'), {
+      message: `comma-separated keys; each ${KEY_RULE}`,
+    })
+    .optional(),
   SVC_PUBLIC_URL: z.string().url().optional(),
   SVC_SMTP_URL: z.string().url().optional(),
   SVC_SMTP_FROM: z.string().min(3).default('svc <svc@localhost>'),
@@ -29,6 +47,7 @@ const HubEnv = z.object({
   SVC_REDISPATCH_MS: z.coerce.number().int().min(10).max(3_600_000).optional(),
   SVC_OFFER_FANOUT: z.coerce.number().int().min(1).max(10_000).optional(),
   SVC_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).optional(),
+  SVC_RETENTION_MS: z.coerce.number().int().min(1_000).max(86_400_000).optional(),
 });
 
 /** Background timings set through the environment (ms); absent ones keep the hub's defaults. */
@@ -39,6 +58,7 @@ export interface HubTimings {
   offerTimeoutMs?: number;
   runRedispatchMs?: number;
   shutdownGraceMs?: number;
+  retentionMs?: number;
   /** Daemons a run is offered to at once (the least loaded). */
   offerFanout?: number;
 }
@@ -50,6 +70,9 @@ export interface HubSettings {
   databaseUrl: string;
   poolSize: number;
   adminToken: string | undefined;
+  /** SVC_SECRETS_KEY; unset: the key file `SVC_HOME/secrets.key`. */
+  secretsKey: string | undefined;
+  secretsOldKeys: string[];
   publicUrl: string;
   smtp: { url: string; from: string } | null;
   timings: HubTimings;
@@ -71,6 +94,7 @@ export function validateHubConfig(env: Record<string, string | undefined>): {
     ...(e.SVC_OFFER_TIMEOUT_MS !== undefined ? { offerTimeoutMs: e.SVC_OFFER_TIMEOUT_MS } : {}),
     ...(e.SVC_REDISPATCH_MS !== undefined ? { runRedispatchMs: e.SVC_REDISPATCH_MS } : {}),
     ...(e.SVC_SHUTDOWN_GRACE_MS !== undefined ? { shutdownGraceMs: e.SVC_SHUTDOWN_GRACE_MS } : {}),
+    ...(e.SVC_RETENTION_MS !== undefined ? { retentionMs: e.SVC_RETENTION_MS } : {}),
     ...(e.SVC_OFFER_FANOUT !== undefined ? { offerFanout: e.SVC_OFFER_FANOUT } : {}),
   };
   // A process must miss several heartbeats before the others presume it dead.
@@ -91,6 +115,8 @@ export function validateHubConfig(env: Record<string, string | undefined>): {
       databaseUrl: e.SVC_DATABASE_URL ?? path.join(e.SVC_HOME, 'hub.db'),
       poolSize: e.SVC_DB_POOL_SIZE,
       adminToken: e.SVC_ADMIN_TOKEN,
+      secretsKey: e.SVC_SECRETS_KEY?.trim() || undefined,
+      secretsOldKeys: splitKeys(e.SVC_SECRETS_OLD_KEYS ?? ''),
       publicUrl: e.SVC_PUBLIC_URL ?? `http://${e.SVC_HUB_HOST}:${e.SVC_HUB_PORT}`,
       smtp: e.SVC_SMTP_URL ? { url: e.SVC_SMTP_URL, from: e.SVC_SMTP_FROM } : null,
       timings,

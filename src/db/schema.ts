@@ -317,6 +317,8 @@ export interface RunsTable {
   created_by_user_id: string | null;
   created_at: number;
   updated_at: number;
+  /** When retention removed the logs of this kept run (`retention.logs_days`), or null. */
+  logs_pruned_at: number | null;
 }
 
 export interface RunHistoryTable {
@@ -455,6 +457,23 @@ export interface NotificationAttemptsTable {
   at: number;
 }
 
+/**
+ * A secret of a realm (`realm_id` set) or an organization (`realm_id` null); `scope_id` is the
+ * realm's or the organization's id. `value` is sealed (src/hub/secrets/cipher.ts), never plain.
+ */
+export interface SecretsTable {
+  id: string;
+  org_id: string;
+  realm_id: string | null;
+  scope_id: string;
+  name: string;
+  value: string;
+  created_at: number;
+  updated_at: number;
+  /** The user who set it last. */
+  updated_by: string | null;
+}
+
 export interface DB {
   hub_instances: HubInstancesTable;
   users: UsersTable;
@@ -488,4 +507,5 @@ export interface DB {
   notification_rule_channels: NotificationRuleChannelsTable;
   notification_deliveries: NotificationDeliveriesTable;
   notification_attempts: NotificationAttemptsTable;
+  secrets: SecretsTable;
 }

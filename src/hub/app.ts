@@ -14,6 +14,8 @@ import type { PasswordGateStats } from './ports.js';
 export interface AppOptions {
   /** Version string shown in the OpenAPI document. */
   version?: string;
+  /** More lines for /metrics, asked at each scrape (background jobs started after the app). */
+  metrics?: readonly (() => string[])[];
 }
 
 /** Builds the hub's HTTP app: one POST route per operation, plus health, readiness, metrics, OpenAPI. */
@@ -84,6 +86,7 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
       lines.push(`svc_hub_requests_total{route="${route}",status="${status}"} ${n}`);
     }
     lines.push(...passwordMetrics(hub.passwords.stats()));
+    for (const more of opts.metrics ?? []) lines.push(...more());
     return reply.type('text/plain; version=0.0.4').send(`${lines.join('\n')}\n`);
   });
   const openapi = openApiDocument(ops, opts.version ?? '0.1.0');

@@ -6,7 +6,7 @@ import type { Clock, IdGen } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from '../shared/shutdown.js';
 import type { AccessCache } from './access/access-cache.js';
-import type { Mailer, PasswordGate, Tunnel } from './ports.js';
+import type { Cipher, Mailer, PasswordGate, Tunnel } from './ports.js';
 
 /** Everything a hub service needs from the outside world, passed in (never imported). */
 export interface Hub {
@@ -19,6 +19,8 @@ export interface Hub {
   config: HubConfig;
   /** Password hashing (scrypt) of this process: bounded concurrency and waiting list. */
   passwords: PasswordGate;
+  /** Encryption at rest of secrets (src/hub/secrets/cipher.ts). */
+  cipher: Cipher;
   /** This process's daemon connections, command delivery and dispatch keys (src/hub/daemons/). */
   tunnel: Tunnel;
   /**
@@ -110,6 +112,10 @@ export interface HubConfig {
   notifyLeaseMs: number;
   /** A channel is disabled after this many consecutive permanently failed deliveries. */
   notifyDisableAfter: number;
+  /** The retention job (src/hub/retention/) runs this often in each hub process. */
+  retentionMs: number;
+  /** Rows per retention batch (each batch is one short transaction). */
+  retentionBatch: number;
 }
 
 export const DEFAULT_HUB_CONFIG: HubConfig = {
@@ -141,4 +147,6 @@ export const DEFAULT_HUB_CONFIG: HubConfig = {
   notifyMaxAttempts: 10,
   notifyLeaseMs: 60_000,
   notifyDisableAfter: 5,
+  retentionMs: 5 * 60 * 1000,
+  retentionBatch: 500,
 };

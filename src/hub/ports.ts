@@ -9,6 +9,34 @@ import type { CryptoKey, JWK } from 'jose';
  * auth/password-gate.ts, orgs/mailer.ts) import them from here.
  */
 
+// ── Encryption at rest (src/hub/secrets/cipher.ts) ─────────────────────────────────────────────
+
+/**
+ * Seals and opens the hub's secrets at rest (AES-256-GCM under the configured key ring). A sealed
+ * value is text carrying the id of the key that sealed it.
+ */
+export interface Cipher {
+  /** The id of the key new values are sealed under. */
+  readonly keyId: string;
+  seal(plain: string): string;
+  /** Throws when the value is not sealed or its key is unknown. */
+  open(sealed: string): string;
+  /** Opens a sealed value; a value written before encryption at rest (plain text) comes back as it is. */
+  reveal(value: string): string;
+  isSealed(value: string): boolean;
+  /** Sealed under the current key. */
+  isCurrent(value: string): boolean;
+  /** What every value sealed under the current key starts with (for SQL `LIKE`). */
+  currentPrefix(): string;
+}
+
+/**
+ * The field of a command body stored in the outbox that holds secrets sealed as one JSON object
+ * (`runs/execute`, src/hub/secrets/resolve.ts). The tunnel opens it into `secrets` just before the
+ * frame leaves, so the table never holds them in clear.
+ */
+export const SEALED_SECRETS_FIELD = 'secrets_sealed';
+
 // ── The tunnel (src/hub/daemons/) ───────────────────────────────────────────────────────────────
 
 export interface DispatchKeys {

@@ -1,5 +1,13 @@
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { type Database, isUniqueViolation, migrate, openDatabase, pgClientConfig } from '../db/index.js';
+import {
+  type Database,
+  isPostgresUrl,
+  isUniqueViolation,
+  migrate,
+  openDatabase,
+  pgClientConfig,
+} from '../db/index.js';
 import { type Clock, type IdGen, uuidv7 } from '../shared/ids.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { stopWithin } from '../shared/shutdown.js';
@@ -17,10 +25,14 @@ import { startDeliveryWorker } from './notifications/worker.js';
 import { hubOps } from './ops.js';
 import { createMailer } from './orgs/mailer.js';
 import type { ClusterBus } from './ports.js';
+import { retentionMetrics, startRetention } from './retention/retention.background.js';
 import { startReviewExpiry } from './reviews/reviews.background.js';
 import { closeReviewsOfEndedRun } from './reviews/reviews.service.js';
 import { startRunsBackground } from './runs/runs.background.js';
 import { registerRunStreams } from './runs/runs.stream.js';
+import { createCipher } from './secrets/cipher.js';
+import { loadKeyRing } from './secrets/keys.js';
+import { resealAll } from './secrets/reseal.js';
 
 export interface StartHubOptions {
   databaseUrl: string;
@@ -32,6 +44,15 @@ export interface StartHubOptions {
   adminToken?: string;
   smtp?: { url: string; from: string } | null;
   config?: Partial<HubConfig>;
+  /**
+   * SVC_HOME: the secrets key file lives here when no key is given (default: the SQLite file's
+   * folder, else `./.svc`).
+   */
+  home?: string;
+  /** SVC_SECRETS_KEY (base64, 32 bytes); unset: the key file under `home`. */
+  secretsKey?: string;
+  /** SVC_SECRETS_OLD_KEYS: earlier keys, accepted for reading while values are sealed again. */
+  secretsOldKeys?: string[];
   log?: Logger;
   now?: Clock;
   newId?: IdGen;
@@ -45,6 +66,11 @@ export interface RunningHub {
   /** A token printed once when the first start created the site administrator. */
   bootstrapToken: string | null;
   close(): Promise<void>;
+}
+
+/** Where the secrets key file goes when neither SVC_HOME nor a key is given. */
+function defaultHome(databaseUrl: string): string {
+  return isPostgresUrl(databaseUrl) || databaseUrl === ':memory:' ? './.svc' : path.dirname(databaseUrl);
 }
 
 /** Composes config → database (migrated) → app → listening server. */
@@ -66,6 +92,17 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
   let presence: Presence | null = null;
   try {
     await migrate(database.db);
+    // Encryption at rest (src/hub/secrets/): every secret is sealed under the current key before
+    // anything reads one (plain values from before, values under a rotated-out key).
+    const cipher = createCipher(
+      loadKeyRing({
+        key: opts.secretsKey,
+        oldKeys: opts.secretsOldKeys,
+        home: opts.home ?? defaultHome(opts.databaseUrl),
+      }),
+    );
+    const resealed = await resealAll(database.db, cipher);
+    if (resealed > 0) log.info({ resealed, key_id: cipher.keyId }, 'secrets sealed under the current key');
     // Authentication and roles are cached; the handle's plugin clears the cache on writes that matter.
     const access = createAccessCache();
     const base: Omit<Hub, 'tunnel'> = {
@@ -77,6 +114,7 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
       newId: opts.newId ?? (() => uuidv7()),
       mailer: opts.smtp ? createMailer(opts.smtp, log) : null,
       config,
+      cipher,
       passwords: createPasswordGate({ concurrency: config.passwordConcurrency, queue: config.passwordQueue }),
       // What other features do when a run ends (src/hub/runs/lifecycle.ts): open reviews close.
       runEnded: [closeReviewsOfEndedRun],
@@ -106,7 +144,9 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
         return bootstrap(attempt + 1);
       });
     const bootstrapToken = await bootstrap(1);
-    const app = createHubApp(hub, hubOps);
+    // Lines of background jobs (started below, once the server listens) for /metrics.
+    const metrics: (() => string[])[] = [];
+    const app = createHubApp(hub, hubOps, { metrics });
     // The web console at / (src/hub/console.ts): static files; it talks to the API like any client.
     registerConsole(app, log);
     // Live updates of runs as server-sent events (src/hub/runs/runs.stream.ts).
@@ -125,6 +165,9 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     const stopRuns = startRunsBackground(hub, hub.config.runSweepMs);
     // Reviews (src/hub/reviews/): open reviews past their deadline expire, as often as the sweeper runs.
     const stopReviews = startReviewExpiry(hub, hub.config.runSweepMs);
+    // Retention (src/hub/retention/): old runs, logs, acknowledged commands and deliveries go.
+    const retention = startRetention(hub, hub.config.retentionMs, hub.config.retentionBatch);
+    metrics.push(() => retentionMetrics(retention.removed()));
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
     const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;
@@ -144,6 +187,7 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
           graceful: async () => {
             await stopRuns();
             await stopReviews();
+            await retention.stop();
             await notifier.close();
             await app.close();
             await presence?.stop();

@@ -25,6 +25,7 @@ describe('permissions (CONTRACT.md §3)', () => {
       ['workspaces.manage', ['admin']],
       ['daemons.manage', ['admin']],
       ['runs.terminate', ['admin']],
+      ['secrets.manage.realm', ['admin']],
     ];
     assert.equal(table.length, Object.keys(REALM_PERMISSIONS).length);
     for (const [perm, allowed] of table) {
@@ -48,6 +49,7 @@ describe('permissions (CONTRACT.md §3)', () => {
       ['members.manage', ['admin', 'owner']],
       ['orgs.manage', ['admin', 'owner']],
       ['orgs.delete', ['owner']],
+      ['secrets.manage', ['admin', 'owner']],
     ];
     assert.equal(table.length, Object.keys(ORG_PERMISSIONS).length);
     for (const [perm, allowed] of table) {

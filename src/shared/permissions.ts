@@ -25,6 +25,7 @@ export const REALM_PERMISSIONS = {
   'workspaces.manage': 'admin',
   'daemons.manage': 'admin',
   'runs.terminate': 'admin',
+  'secrets.manage.realm': 'admin',
 } as const satisfies Record<string, RealmRole>;
 
 export const ORG_PERMISSIONS = {
@@ -39,6 +40,7 @@ export const ORG_PERMISSIONS = {
   'members.manage': 'admin',
   'orgs.manage': 'admin',
   'orgs.delete': 'owner',
+  'secrets.manage': 'admin',
 } as const satisfies Record<string, OrgRole>;
 
 export type RealmPermission = keyof typeof REALM_PERMISSIONS;

@@ -46,6 +46,7 @@ describe('file modes of the hub and daemon homes', () => {
           assert.equal(modeOf(dir), 0o700, dir);
         }
         for (const f of [
+          path.join(hubHome, 'secrets.key'),
           ...databaseFiles(path.join(hubHome, 'hub.db')),
           ...databaseFiles(path.join(daemonHome, 'daemon.db')),
         ]) {

@@ -100,6 +100,8 @@ export const RunAgentManifest = z.looseObject({
   command: z.array(z.string()).min(1),
   env: z.record(z.string(), z.string()).default({}),
   timeout_ms: z.number().int().min(1).default(600_000),
+  /** Names of the secrets the agent needs; their values come in the execute body's `secrets`. */
+  secrets: z.array(z.string()).default([]),
 });
 export type RunAgentManifest = z.infer<typeof RunAgentManifest>;
 
@@ -127,6 +129,11 @@ export const ExecuteRunBody = z.looseObject({
   /** The workspace directory; null: the daemon uses a per-run directory under its home. */
   workspace_path: z.string().nullable(),
   call_depth: z.number().int().min(0),
+  /**
+   * Values of the secrets the run's agents name (realm values over organization values); a name
+   * with no value is absent. Kept in memory only by the daemon, never stored.
+   */
+  secrets: z.record(z.string(), z.string()).optional(),
   tx_id: z.string().optional(),
 });
 export type ExecuteRunBody = z.infer<typeof ExecuteRunBody>;

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { type RunningHub, type StartHubOptions, startHub } from '../../src/hub/server.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { mintToken } from '../../src/shared/tokens.js';
@@ -51,11 +52,14 @@ export async function post(url: string, body: unknown, token?: string | null): P
 export async function startTestHub(opts: Partial<StartHubOptions> = {}): Promise<TestHub> {
   const db = testDatabase();
   const adminToken = opts.adminToken ?? mintToken('user');
+  // One key for every process of this test hub (restart, startAnother), as a deployment would have.
+  const secretsKey = opts.secretsKey ?? randomBytes(32).toString('base64');
   const startOn = (more: Partial<StartHubOptions>) =>
     startHub({
       databaseUrl: db.url,
       ...(db.schema ? { schema: db.schema } : {}),
       adminToken,
+      secretsKey,
       log: createLogger('hub', process.env.SVC_TEST_LOG ?? 'silent'),
       ...more,
     });

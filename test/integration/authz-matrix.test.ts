@@ -31,6 +31,7 @@ const FOUNDATION_AREAS = [
   'notification_channels/',
   'notifications/',
   'reviews/',
+  'secrets/',
 ];
 
 const USERS: Actor[] = [
@@ -319,6 +320,40 @@ describe('authorization matrix', () => {
         id: (await h.ok('realms/create_daemon_token', { realm_id: w.realmId, name: `rm-${uniq()}` })).data
           .daemon_id,
       }),
+    },
+    {
+      op: 'secrets/set',
+      note: 'realm',
+      allowed: REALM_ADMINS,
+      body: () => ({ realm_id: w.realmId, name: `S_${uniq().toUpperCase()}`, value: 'v' }),
+    },
+    {
+      op: 'secrets/set',
+      note: 'organization',
+      allowed: ORG_ADMINS,
+      body: () => ({ org_id: w.orgId, name: `S_${uniq().toUpperCase()}`, value: 'v' }),
+    },
+    { op: 'secrets/list', note: 'realm', allowed: REALM_ADMINS, body: () => ({ realm_id: w.realmId }) },
+    { op: 'secrets/list', note: 'organization', allowed: ORG_ADMINS, body: () => ({ org_id: w.orgId }) },
+    {
+      op: 'secrets/remove',
+      note: 'realm',
+      allowed: REALM_ADMINS,
+      body: async () => {
+        const name = `S_${uniq().toUpperCase()}`;
+        await h.ok('secrets/set', { realm_id: w.realmId, name, value: 'v' });
+        return { realm_id: w.realmId, name };
+      },
+    },
+    {
+      op: 'secrets/remove',
+      note: 'organization',
+      allowed: ORG_ADMINS,
+      body: async () => {
+        const name = `S_${uniq().toUpperCase()}`;
+        await h.ok('secrets/set', { org_id: w.orgId, name, value: 'v' });
+        return { org_id: w.orgId, name };
+      },
     },
     { op: 'settings/set', allowed: SITE_ADMIN, body: () => ({ key: `matrix.${uniq()}`, value: 'v' }) },
     {

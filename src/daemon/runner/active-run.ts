@@ -2,6 +2,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { AgentRun } from './agent.js';
 import type { LeasedRun, RunHubCaller } from './hub-caller.js';
 import { LogBuffer } from './logs.js';
+import { Redactor } from './redact.js';
 
 /**
  * A run executing on this daemon under one lease epoch: its agent processes, its log buffer, its
@@ -15,6 +16,8 @@ export class ActiveRun implements LeasedRun {
   readonly agents = new Set<AgentRun>();
   readonly abort = new AbortController();
   readonly logs: LogBuffer;
+  /** The run's secret values (memory only), masked in its log lines. */
+  readonly redactor = new Redactor();
   readonly timers: NodeJS.Timeout[] = [];
   /** Resolves when the run's work here has ended. */
   done: Promise<void> = Promise.resolve();
@@ -28,7 +31,7 @@ export class ActiveRun implements LeasedRun {
     private readonly killGraceMs: number,
     deps: { caller: RunHubCaller; log: Logger; now: () => number },
   ) {
-    this.logs = new LogBuffer(this, deps);
+    this.logs = new LogBuffer(this, { ...deps, redactor: this.redactor });
     this.now = deps.now;
   }
 

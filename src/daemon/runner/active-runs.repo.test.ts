@@ -32,6 +32,15 @@ describe('the active runs of a daemon', () => {
     assert.equal(await leaseEpochOf(db, 'nope'), null);
   });
 
+  it('stores the body without its secrets: they stay in memory only', async () => {
+    const db = database.db();
+    const body = { ...executeBody('rs', 1), secrets: { API_KEY: 'never-on-disk-8d1f' } };
+    await saveActiveRun(db, body, 100);
+    const row = await rowOf('rs');
+    assert.ok(!row!.body!.includes('never-on-disk-8d1f'));
+    assert.deepEqual(JSON.parse(row!.body!), executeBody('rs', 1));
+  });
+
   it('notes and clears a review wait only under the run’s epoch', async () => {
     const db = database.db();
     await saveActiveRun(db, executeBody('r2', 5), 100);

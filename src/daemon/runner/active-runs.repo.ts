@@ -19,12 +19,16 @@ export interface ReviewWaitState {
   round: number | null;
 }
 
-/** Notes a run accepted by `runs/execute`; a newer epoch of the same run replaces the row. */
+/**
+ * Notes a run accepted by `runs/execute`; a newer epoch of the same run replaces the row. The
+ * body is stored without its secrets: they stay in memory only (see recover.ts for a restart).
+ */
 export async function saveActiveRun(db: Kysely<DaemonDB>, body: ExecuteRunBody, now: number): Promise<void> {
+  const { secrets: _inMemoryOnly, ...kept } = body;
   const stored = {
     lease_epoch: body.lease_epoch,
     phase: body.start_phase,
-    body: JSON.stringify(body),
+    body: JSON.stringify(kept),
     review_id: null,
     review_state: null,
   };

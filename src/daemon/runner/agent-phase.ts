@@ -22,10 +22,25 @@ export async function runAgentPhase(
   if (!manifest) return { ok: false, error: `no manifest for agent ${phase.agent ?? '?'}` };
   if (manifest.agent_type !== 'exec')
     return { ok: false, error: `agent type ${manifest.agent_type} is not supported` };
+  // The phase's secrets (CONTRACT.md §12): every one it names, or the agent does not start.
+  const secrets: Record<string, string> = {};
+  const missing: string[] = [];
+  for (const name of manifest.secrets ?? []) {
+    const value = body.secrets?.[name];
+    if (value === undefined) missing.push(name);
+    else secrets[name] = value;
+  }
+  if (missing.length > 0) {
+    return {
+      ok: false,
+      error: `missing secret${missing.length > 1 ? 's' : ''} ${missing.join(', ')}: set ${missing.length > 1 ? 'them' : 'it'} in the realm or its organization (secrets/set)`,
+    };
+  }
   const agent = startAgent({
     manifest,
     cwd: runDirectory(ctx.home, body),
     outputFile: outputFile(ctx.home, body.run_id, phase.name, run.epoch),
+    secrets,
     env: phaseEnvironment({
       daemonUrl: ctx.daemonUrl(),
       runId: body.run_id,

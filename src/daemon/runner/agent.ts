@@ -28,6 +28,8 @@ export interface AgentSpec {
   cwd: string;
   outputFile: string;
   env: Record<string, string>;
+  /** The phase's secrets as environment variables (over the manifest's env, under SVC_* values). */
+  secrets?: Record<string, string>;
   onLine(line: RunLogLine): void;
   spawn?: SpawnFn;
 }
@@ -105,7 +107,11 @@ export function startAgent(spec: AgentSpec): AgentRun {
   const [cmd, ...args] = manifest.command;
   const child = (spec.spawn ?? nodeSpawn)(cmd!, args, {
     cwd: spec.cwd,
-    env: agentEnvironment(process.env, manifest.env, { ...spec.env, SVC_OUTPUT: spec.outputFile }),
+    env: agentEnvironment(
+      process.env,
+      { ...manifest.env, ...spec.secrets },
+      { ...spec.env, SVC_OUTPUT: spec.outputFile },
+    ),
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });

@@ -2,6 +2,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { RunLogLine } from '../../shared/protocol.js';
 import { HubUnreachableError } from '../hub-api.js';
 import { Fenced, type LeasedRun, type RunHubCaller } from './hub-caller.js';
+import type { Redactor } from './redact.js';
 
 export interface LogBufferOptions {
   caller: RunHubCaller;
@@ -10,6 +11,8 @@ export interface LogBufferOptions {
   batch?: number;
   /** A batch the hub could not take goes back to the front while fewer lines than this wait (default 10 000). */
   cap?: number;
+  /** Masks the run's secret values in every line pushed. */
+  redactor?: Redactor;
 }
 
 /**
@@ -31,8 +34,10 @@ export class LogBuffer {
     this.cap = opts.cap ?? 10_000;
   }
 
+  /** A line of the run's; every secret value of the run in it is masked first (redact.ts). */
   push(line: RunLogLine): void {
-    this.lines.push(line);
+    const r = this.opts.redactor;
+    this.lines.push(r?.active ? { ...line, text: r.redact(line.text) } : line);
   }
 
   /** Lines waiting for upload. */

@@ -88,6 +88,31 @@ describe('runs a previous process of the daemon left', () => {
     });
   });
 
+  it('fails a run that waited for a review when its agents need secrets (kept in memory only), saying so', async () => {
+    await clear();
+    const body = executeBody('rs', 3, { name: 'build', review: true, agent_id: 'a1' });
+    body.agents = {
+      a1: {
+        name: 'a',
+        version: '1',
+        agent_type: 'exec',
+        command: ['true'],
+        env: {},
+        timeout_ms: 1000,
+        secrets: ['K'],
+      },
+    };
+    await saveActiveRun(database.db(), body, 1);
+    await noteReviewWait(database.db(), 'rs', 3, 'rv_1', { outputs: {}, phase_outputs: {}, round: 1 });
+    const r = await recover((op) =>
+      op === 'runs/get_by_id' ? { state: 'awaiting_input', history: [] } : {},
+    );
+    assert.deepEqual(r.launched, []);
+    assert.equal(r.reports.length, 1);
+    assert.match(String(r.reports[0]!.error), /secrets are kept in memory only.*runs\/resume/);
+    assert.deepEqual(r.rows, []);
+  });
+
   it('reports a run that waited for a review failed when the hub ended it or does not know it', async () => {
     await clear();
     for (const id of ['ended', 'unknown']) {

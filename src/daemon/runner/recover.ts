@@ -12,6 +12,8 @@ import { type HistoryEntry, reviewToResume } from './plan.js';
 import type { ReviewWait } from './review-wait.js';
 
 const INTERRUPTED = 'the daemon restarted while the run was running; its agent process was stopped';
+const NEEDS_SECRETS =
+  'the daemon restarted while the run waited for a review; its secrets are kept in memory only, so it cannot go on here: resume the run (runs/resume) to send it again with them';
 
 /** What recovery needs of the runner: which runs execute here, and how to start one again. */
 export interface RecoverDeps extends Pick<RunnerContext, 'db' | 'caller' | 'log' | 'closing'> {
@@ -36,9 +38,9 @@ export async function recoverRuns(deps: RecoverDeps): Promise<number> {
     });
     if (waiting === 'reattached' || waiting === 'unknown') continue;
     const at = row.phase ? { phase: row.phase } : {};
+    const error = waiting === 'needs_secrets' ? NEEDS_SECRETS : INTERRUPTED;
     try {
-      if (await deps.caller.reportOnce(row.run_id, row.lease_epoch, 'failed', { ...at, error: INTERRUPTED }))
-        reported++;
+      if (await deps.caller.reportOnce(row.run_id, row.lease_epoch, 'failed', { ...at, error })) reported++;
     } catch (err) {
       deps.log.warn({ err, run_id: row.run_id }, 'could not report an interrupted run');
       continue;
@@ -53,8 +55,15 @@ export async function recoverRuns(deps: RecoverDeps): Promise<number> {
  * (its agent had finished): when the hub still has it under the same lease epoch, it is launched
  * again at that review. 'failed' means: report it failed like any interrupted run.
  */
-async function reattach(deps: RecoverDeps, row: ActiveRunRow): Promise<'reattached' | 'failed' | 'unknown'> {
+async function reattach(
+  deps: RecoverDeps,
+  row: ActiveRunRow,
+): Promise<'reattached' | 'failed' | 'needs_secrets' | 'unknown'> {
   if (!row.body || !row.review_state || !row.phase || deps.closing()) return 'failed';
+  const body = JSON.parse(row.body) as ExecuteRunBody;
+  // Secrets were in memory only: a run whose agents need some cannot go on here; it fails with
+  // an error saying so, and runs/resume sends it again with them.
+  if (Object.values(body.agents).some((a) => (a.secrets ?? []).length > 0)) return 'needs_secrets';
   let hubRun: { state: string; history?: HistoryEntry[] };
   try {
     hubRun = await deps.caller.hub.call('runs/get_by_id', { run_id: row.run_id, with_history: true });
@@ -68,7 +77,7 @@ async function reattach(deps: RecoverDeps, row: ActiveRunRow): Promise<'reattach
   const noted = { phase: row.phase, reviewId: row.review_id, round: state.round };
   const review = reviewToResume(noted, hubRun.history ?? []);
   if (!review) return 'failed';
-  deps.launch(JSON.parse(row.body) as ExecuteRunBody, {
+  deps.launch(body, {
     phase: row.phase,
     ...review,
     outputs: state.outputs,

@@ -154,6 +154,7 @@ export class Runner {
       now,
     });
     this.runs.set(run.id, run);
+    run.redactor.add(Object.values(body.secrets ?? {}));
     startRunTimers(run, { caller, log, logFlushMs: this.opts.logFlushMs ?? 200 });
     run.done = driveRun(this.ctx, run, body, resume).finally(() => this.finish(run));
   }

@@ -9,6 +9,7 @@ import * as m0007 from './0007_reviews.js';
 import * as m0008 from './0008_cluster.js';
 import * as m0009 from './0009_account_protection.js';
 import * as m0010 from './0010_workspace_status.js';
+import * as m0012 from './0012_secrets_retention.js';
 import * as m0013 from './0013_run_numbers.js';
 
 /** Every migration, in order. Names sort lexically; append, never edit a released one. */
@@ -23,5 +24,6 @@ export const migrations: Record<string, Migration> = {
   '0008_cluster': m0008,
   '0009_account_protection': m0009,
   '0010_workspace_status': m0010,
+  '0012_secrets_retention': m0012,
   '0013_run_numbers': m0013,
 };

@@ -100,6 +100,10 @@ export async function agentManifests(
     .where('id', 'in', agentIds)
     .where('org_id', '=', orgId)
     .execute();
-  for (const a of rows) out[a.id] = JSON.parse(a.manifest) as RunAgentManifest;
+  for (const a of rows) {
+    const m = JSON.parse(a.manifest) as RunAgentManifest;
+    // Manifests registered before secrets existed have no list.
+    out[a.id] = { ...m, secrets: m.secrets ?? [] };
+  }
   return out;
 }

@@ -7,6 +7,7 @@ import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { AppError, type FieldIssue } from '../../shared/errors.js';
 import { tooDeepMessage, valueTooDeep } from '../../shared/json-depth.js';
+import { SECRET_NAME, SECRET_NAME_RULE } from '../../shared/secret-key.js';
 
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const MAX_ALIASES = 100;
@@ -98,6 +99,18 @@ export const ExecSpec = z.object({
     .min(1)
     .max(7 * 24 * 60 * 60 * 1000)
     .default(600_000),
+  // Names of realm or organization secrets the agent gets as environment variables (CONTRACT.md §12).
+  secrets: z
+    .array(
+      z
+        .string()
+        .regex(SECRET_NAME, SECRET_NAME_RULE)
+        .refine((n) => !n.startsWith('SVC_'), 'SVC_ names are the daemon’s own'),
+      'must be a list of secret names, e.g. [API_KEY]',
+    )
+    .max(100)
+    .refine((l) => new Set(l).size === l.length, 'names a secret twice')
+    .default([]),
 });
 
 const ManifestBase = z.looseObject({
@@ -117,6 +130,8 @@ export interface AgentManifest {
   command: string[];
   env: Record<string, string>;
   timeout_ms: number;
+  /** Secrets the agent gets as environment variables (names only; the values stay on the hub). */
+  secrets: string[];
   [extra: string]: unknown;
 }
 
@@ -147,6 +162,8 @@ export function normalizeAgentManifest(
     );
   }
   const exec = check(ExecSpec, doc, 'manifest');
+  const clash = exec.secrets.find((n) => n in exec.env);
+  if (clash) throw bad(`invalid manifest: ${clash} is both in env and in secrets; keep it in one`);
   return {
     ...doc,
     name,
@@ -156,6 +173,7 @@ export function normalizeAgentManifest(
     command: exec.command,
     env: exec.env,
     timeout_ms: exec.timeout_ms,
+    secrets: exec.secrets,
   };
 }
 

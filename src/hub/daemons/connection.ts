@@ -6,7 +6,12 @@ import type { AclEntry, AclFrame, HelloFrame } from '../../shared/protocol.js';
 import { DaemonFrame } from '../../shared/protocol.js';
 import type { Hub } from '../context.js';
 import { recordEvent } from '../events/events.js';
-import type { CommandResult, DispatchKeys, TunnelEventMap } from '../ports.js';
+import {
+  type CommandResult,
+  type DispatchKeys,
+  SEALED_SECRETS_FIELD,
+  type TunnelEventMap,
+} from '../ports.js';
 import { realmAcl } from './acl.js';
 import { signDispatch } from './dispatch.js';
 import { markAcked, markSent, pendingCommands } from './outbox.repo.js';
@@ -156,6 +161,23 @@ export function flush(s: TunnelState, conn: Conn): void {
   s.track(conn.flushing, 'outbox delivery');
 }
 
+/**
+ * A stored body with sealed secrets gets them opened (`secrets`) for this frame only. One that does
+ * not open (its key was dropped from the ring) goes without them: the daemon then fails the phase
+ * that needs one, naming it.
+ */
+function openBody(s: TunnelState, txId: string, body: string): string {
+  if (!body.includes(`"${SEALED_SECRETS_FIELD}"`)) return body;
+  const { [SEALED_SECRETS_FIELD]: sealed, ...rest } = JSON.parse(body) as Record<string, unknown>;
+  try {
+    const secrets = JSON.parse(s.deps.cipher.open(String(sealed))) as Record<string, string>;
+    return JSON.stringify({ ...rest, secrets });
+  } catch (err) {
+    s.deps.log.error({ err, tx_id: txId }, 'the secrets of a command could not be opened; sent without them');
+    return JSON.stringify(rest);
+  }
+}
+
 async function deliver(s: TunnelState, conn: Conn): Promise<void> {
   const { db, now, config } = s.deps;
   do {
@@ -172,7 +194,7 @@ async function deliver(s: TunnelState, conn: Conn): Promise<void> {
     for (const row of rows) {
       // The body is stored as JSON already: splice it in rather than parse and re-serialise.
       frames.push(
-        `{"type":"command","tx_id":${JSON.stringify(row.tx_id)},"path":${JSON.stringify(row.path)},"body":${row.body},"token":${JSON.stringify(token)}}`,
+        `{"type":"command","tx_id":${JSON.stringify(row.tx_id)},"path":${JSON.stringify(row.path)},"body":${openBody(s, row.tx_id, row.body)},"token":${JSON.stringify(token)}}`,
       );
     }
     // The attempt is counted before the frames leave, so a process killed right after sending has

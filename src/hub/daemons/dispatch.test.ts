@@ -56,7 +56,9 @@ describe('dispatch keys and daemons/issue_dispatch_token', () => {
   it('creates the key pair once, even when several hub processes start together', async () => {
     const db = h.running.hub.db;
     await db.deleteFrom('hub_keys').execute();
-    const keys = await Promise.all(Array.from({ length: 5 }, () => loadDispatchKeys(db, Date.now)));
+    const keys = await Promise.all(
+      Array.from({ length: 5 }, () => loadDispatchKeys(db, Date.now, h.running.hub.cipher)),
+    );
     assert.equal(new Set(keys.map((k) => k.kid)).size, 1);
     assert.equal((await db.selectFrom('hub_keys').select('id').execute()).length, 1);
   });

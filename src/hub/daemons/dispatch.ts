@@ -10,7 +10,7 @@ import {
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { Hub } from '../context.js';
-import type { DispatchKeys } from '../ports.js';
+import type { Cipher, DispatchKeys } from '../ports.js';
 
 /**
  * Dispatch tokens: short-lived JWTs the hub signs so that a caller on another host may call a
@@ -25,9 +25,13 @@ const KEY_ID = 'dispatch';
 /**
  * Loads the hub's dispatch key pair, creating it on the first start. Several hub processes may
  * start at once: each inserts a fresh pair if none exists (the primary key lets one win), then
- * every process reads the stored one.
+ * every process reads the stored one. The private key is stored sealed (src/hub/secrets/cipher.ts).
  */
-export async function loadDispatchKeys(db: Kysely<DB>, now: () => number): Promise<DispatchKeys> {
+export async function loadDispatchKeys(
+  db: Kysely<DB>,
+  now: () => number,
+  cipher: Cipher,
+): Promise<DispatchKeys> {
   let row = await db.selectFrom('hub_keys').selectAll().where('id', '=', KEY_ID).executeTakeFirst();
   if (!row) {
     const pair = await generateKeyPair(DISPATCH_ALG, { crv: 'Ed25519', extractable: true });
@@ -38,7 +42,7 @@ export async function loadDispatchKeys(db: Kysely<DB>, now: () => number): Promi
         id: KEY_ID,
         alg: DISPATCH_ALG,
         public_jwk: JSON.stringify(pub),
-        private_jwk: JSON.stringify(priv),
+        private_jwk: cipher.seal(JSON.stringify(priv)),
         created_at: now(),
       })
       .onConflict((oc) => oc.column('id').doNothing())
@@ -47,7 +51,10 @@ export async function loadDispatchKeys(db: Kysely<DB>, now: () => number): Promi
   }
   const pub = JSON.parse(row.public_jwk) as JWK;
   const kid = await calculateJwkThumbprint(pub);
-  const privateKey = (await importJWK(JSON.parse(row.private_jwk) as JWK, row.alg)) as CryptoKey;
+  const privateKey = (await importJWK(
+    JSON.parse(cipher.reveal(row.private_jwk)) as JWK,
+    row.alg,
+  )) as CryptoKey;
   return { privateKey, kid, publicJwk: { ...pub, alg: row.alg, use: 'sig', kid } };
 }
 

@@ -22,7 +22,7 @@ export async function createTunnel(
   deps: TunnelDeps,
   cluster: { bus?: ClusterBus; instanceId?: string } = {},
 ): Promise<Tunnel> {
-  const keys = await loadDispatchKeys(deps.db, deps.now);
+  const keys = await loadDispatchKeys(deps.db, deps.now, deps.cipher);
   const bus = cluster.bus ?? createLocalBus();
   const instanceId = cluster.instanceId ?? deps.newId();
   const events = new EventEmitter<TunnelEventMap>();

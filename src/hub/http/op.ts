@@ -32,3 +32,13 @@ export const name = z.string().trim().min(1, 'must not be empty').max(200);
 export const limit = z.number().int().min(1).max(500).default(50);
 export const cursor = z.string().min(1).max(500).optional();
 export const paging = { limit, cursor };
+
+/** A body that names a realm or an organization (`realm_id` or `org_id`), exactly one. */
+export function exactlyOneScope(
+  v: { realm_id?: string | undefined; org_id?: string | undefined },
+  ctx: z.RefinementCtx,
+): void {
+  if ((v.realm_id === undefined) === (v.org_id === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['realm_id'], message: 'give exactly one of realm_id and org_id' });
+  }
+}

@@ -93,7 +93,7 @@ export const channelOps = [
         name: input.name,
         destinations: JSON.stringify(input.destinations),
         enabled: input.enabled ? 1 : 0,
-        secret,
+        secret: ctx.cipher.seal(secret),
         system_key: null,
         locked: 0,
         system_reason: null,
@@ -241,7 +241,7 @@ export const channelOps = [
     async handler(ctx, input) {
       const { channel } = await requireChannel(ctx, ctx.actor, input.id);
       const secret = newChannelSecret();
-      const patch = { secret, updated_at: ctx.now() };
+      const patch = { secret: ctx.cipher.seal(secret), updated_at: ctx.now() };
       await ctx.db.updateTable('notification_channels').set(patch).where('id', '=', channel.id).execute();
       return { data: { ...(await channelWithCount(ctx.db, { ...channel, ...patch })), secret } };
     },

@@ -7,7 +7,7 @@ import { AppError, invalidParams, notFound } from '../../shared/errors.js';
 import { requireOrg, requireRealm, requireUser } from '../access/access.service.js';
 import type { Actor } from '../access/actor.js';
 import type { Hub } from '../context.js';
-import { cursor, id, limit, op } from '../http/op.js';
+import { cursor, exactlyOneScope, id, limit, op } from '../http/op.js';
 import { decodeCursor, pageOf } from '../http/paging.js';
 import { unusableChannelIds } from './channels.repo.js';
 import { EVENT_KINDS } from './kinds.js';
@@ -50,15 +50,6 @@ async function rulesOut(db: Kysely<DB>, rules: NotificationRulesTable[]) {
 }
 
 /** `realm_id` or `org_id`, exactly one. */
-const exactlyOneScope = (
-  v: { realm_id?: string | undefined; org_id?: string | undefined },
-  ctx: z.RefinementCtx,
-) => {
-  if ((v.realm_id === undefined) === (v.org_id === undefined)) {
-    ctx.addIssue({ code: 'custom', path: ['realm_id'], message: 'give exactly one of realm_id and org_id' });
-  }
-};
-
 /** The rule's scope after the permission check: rules.manage.realm on a realm, rules.manage in an org. */
 async function requireRuleScope(
   hub: Hub,

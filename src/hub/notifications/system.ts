@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
+import type { Cipher } from '../ports.js';
 import { SYSTEM_INVITES_KEY } from './kinds.js';
 import { newChannelSecret } from './signing.js';
 
@@ -15,7 +16,7 @@ export const SYSTEM_CHANNEL_REASON =
  */
 export async function ensureSystemNotifications(
   db: Kysely<DB>,
-  ids: { newId: () => string; now: () => number },
+  ids: { newId: () => string; now: () => number; cipher: Cipher },
   orgId: string,
 ): Promise<void> {
   const existing = await db
@@ -46,7 +47,7 @@ export async function ensureSystemNotifications(
         name: 'Invitations',
         destinations: '[]',
         enabled: 1,
-        secret: newChannelSecret(),
+        secret: ids.cipher.seal(newChannelSecret()),
         system_key: SYSTEM_INVITES_KEY,
         locked: 1,
         system_reason: SYSTEM_CHANNEL_REASON,

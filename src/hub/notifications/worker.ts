@@ -101,7 +101,7 @@ export function startDeliveryWorker(hub: Hub, opts: WorkerOptions = {}): Deliver
         body: d.body,
         headers: {
           'x-svc-timestamp': String(timestamp),
-          'x-svc-signature': signBody(ch.secret, timestamp, d.body),
+          'x-svc-signature': signBody(hub.cipher.reveal(ch.secret), timestamp, d.body),
           'idempotency-key': d.id,
           'x-svc-delivery': d.id,
           'x-svc-event': d.event_type,

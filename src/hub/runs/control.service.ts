@@ -73,6 +73,8 @@ export async function resumeRun(hub: Hub, actor: Actor | null, runId: string) {
         queue_item_id: null,
         error: null,
         completed_at: null,
+        // A resumed run's new lines are kept until it ends again and ages (retention.logs_days).
+        logs_pruned_at: null,
         current_pid: null,
         pending_control: JSON.stringify(control),
         control_tx_id: null,

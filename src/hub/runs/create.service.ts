@@ -100,6 +100,7 @@ export async function insertRun(
     control_tx_id: null,
     started_at: now,
     completed_at: null,
+    logs_pruned_at: null,
     state_lost_at: null,
     terminated_at: null,
     terminated_by_user_id: null,

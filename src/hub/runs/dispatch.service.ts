@@ -9,6 +9,8 @@ import { daemonsWithTeam, teamEverInstalled } from '../catalog/installs.service.
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
 import { onlineDaemonIds, realmOfDaemon } from '../daemons/daemons.repo.js';
+import type { Cipher } from '../ports.js';
+import { SEALED_SECRETS_FIELD, sealedRunSecrets } from '../secrets/resolve.js';
 import { loadWorkspace } from '../workspaces/workspaces.repo.js';
 import { transition } from './lifecycle.js';
 import { claimQueueItem, insertQueueItem, loadQueueItem, RUN_ITEM_KIND } from './queue.repo.js';
@@ -48,14 +50,16 @@ export async function runDefinition(
  */
 export async function executeBody(
   db: Kysely<DB>,
+  cipher: Cipher,
   run: RunsTable,
   leaseMs: number,
-): Promise<Omit<ExecuteRunBody, 'tx_id'>> {
+): Promise<Omit<ExecuteRunBody, 'tx_id' | 'secrets'> & { [SEALED_SECRETS_FIELD]?: string }> {
   const team = await runDefinition(db, run);
   const agentIds = team.phases
     .map((p: RunPhase) => p.agent_id)
     .filter((x): x is string => typeof x === 'string');
   const agents: Record<string, RunAgentManifest> = await agentManifests(db, run.org_id, agentIds);
+  const sealed = await sealedRunSecrets(db, cipher, run, agents);
   return {
     run_id: run.run_id,
     lease_epoch: run.lease_epoch,
@@ -68,6 +72,7 @@ export async function executeBody(
     outputs: json<Record<string, unknown>>(run.outputs) ?? {},
     workspace_path: run.workspace_path,
     call_depth: run.call_depth,
+    ...(sealed ? { [SEALED_SECRETS_FIELD]: sealed } : {}),
   };
 }
 
@@ -105,7 +110,11 @@ async function assign(
     history: { type: how.historyType, actor: daemonActor(daemonId) },
   });
   if (!moved) return false;
-  await tx.command(daemonId, 'runs/execute', await executeBody(tx.db, { ...run, ...set }, how.leaseMs));
+  await tx.command(
+    daemonId,
+    'runs/execute',
+    await executeBody(tx.db, tx.hub.cipher, { ...run, ...set }, how.leaseMs),
+  );
   return true;
 }
 

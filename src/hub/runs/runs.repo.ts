@@ -43,6 +43,19 @@ export async function insertRunRow(db: Kysely<DB>, row: RunsTable): Promise<void
   await db.insertInto('runs').values(row).execute();
 }
 
+/**
+ * Inserts many runs at once (imports, tests of retention at scale), in statements of `chunk` rows
+ * so that no statement passes the databases' limits on bound values.
+ */
+export async function insertRunRows(db: Kysely<DB>, rows: readonly RunsTable[], chunk = 500): Promise<void> {
+  for (let i = 0; i < rows.length; i += chunk) {
+    await db
+      .insertInto('runs')
+      .values(rows.slice(i, i + chunk) as RunsTable[])
+      .execute();
+  }
+}
+
 /** States in which a daemon holds a run (works on it or is about to). */
 const HELD: readonly RunState[] = ['assigned', 'running', 'awaiting_input'];
 

@@ -16,6 +16,17 @@ const key = z
   );
 const value = z.string().max(64 * 1024);
 
+/** Settings whose value has a form; others are free text read by their feature. */
+const DAYS = {
+  test: (v: string) => v.trim() !== '' && Number.isFinite(Number(v)) && Number(v) > 0,
+  message: 'must be a number of days greater than 0 (remove the setting to keep everything)',
+};
+const VALUE_RULES: Record<string, { test(v: string): boolean; message: string }> = {
+  'retention.runs_days': DAYS,
+  'retention.logs_days': DAYS,
+  'retention.artifacts_days': DAYS,
+};
+
 export const settingOps = [
   op({
     name: 'settings/set',
@@ -23,6 +34,12 @@ export const settingOps = [
     input: z.object({ key, value }),
     async handler(ctx, input) {
       requireSiteAdmin(ctx.actor);
+      const rule = VALUE_RULES[input.key];
+      if (rule && !rule.test(input.value)) {
+        throw new AppError('invalid_params', `value: ${rule.message}`, {
+          issues: [{ field: 'value', message: rule.message }],
+        });
+      }
       const row = { daemon_id: GLOBAL, key: input.key, value: input.value, updated_at: ctx.now() };
       await putSetting(ctx.db, row);
       return { data: settingOut(row) };
