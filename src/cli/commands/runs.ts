@@ -123,6 +123,10 @@ export default defineCommand({
       .option('--input <key=value>', 'an input (repeatable; JSON values are parsed)', parseInput, {})
       .option('--name <name>', 'run name (default: <team>-<counter>)')
       .option('--external-id <id>', 'your own reference for the run')
+      .option(
+        '--idempotency-key <key>',
+        'a repeat with the same key in the realm within 24 h answers the first run instead of starting another',
+      )
       .option('--watch', 'follow the run until it ends (exit code 0 only when it succeeds)')
       .action(
         async (
@@ -135,6 +139,7 @@ export default defineCommand({
             input: Record<string, unknown>;
             name?: string;
             externalId?: string;
+            idempotencyKey?: string;
             watch?: boolean;
           },
           c,
@@ -150,6 +155,7 @@ export default defineCommand({
           else body.realm_id = await resolveRealm(s.client, opts.realm ?? 'default', opts.org);
           if (opts.name) body.run_name = opts.name;
           if (opts.externalId) body.external_id = opts.externalId;
+          if (opts.idempotencyKey) body.idempotency_key = opts.idempotencyKey;
           const reply = await s.client.call<{ data: RunRow }>('runs/new', body);
           s.print(
             reply,
