@@ -28,6 +28,7 @@ const HubEnv = z.object({
   SVC_OFFER_TIMEOUT_MS: z.coerce.number().int().min(10).max(86_400_000).optional(),
   SVC_REDISPATCH_MS: z.coerce.number().int().min(10).max(3_600_000).optional(),
   SVC_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).optional(),
+  SVC_SCHEDULE_GRACE_MS: z.coerce.number().int().min(0).max(86_400_000).optional(),
 });
 
 /** Background timings set through the environment (ms); absent ones keep the hub's defaults. */
@@ -38,6 +39,7 @@ export interface HubTimings {
   offerTimeoutMs?: number;
   runRedispatchMs?: number;
   shutdownGraceMs?: number;
+  scheduleGraceMs?: number;
 }
 
 export interface HubSettings {
@@ -68,6 +70,7 @@ export function validateHubConfig(env: Record<string, string | undefined>): {
     ...(e.SVC_OFFER_TIMEOUT_MS !== undefined ? { offerTimeoutMs: e.SVC_OFFER_TIMEOUT_MS } : {}),
     ...(e.SVC_REDISPATCH_MS !== undefined ? { runRedispatchMs: e.SVC_REDISPATCH_MS } : {}),
     ...(e.SVC_SHUTDOWN_GRACE_MS !== undefined ? { shutdownGraceMs: e.SVC_SHUTDOWN_GRACE_MS } : {}),
+    ...(e.SVC_SCHEDULE_GRACE_MS !== undefined ? { scheduleGraceMs: e.SVC_SCHEDULE_GRACE_MS } : {}),
   };
   // A process must miss several heartbeats before the others presume it dead.
   const beat = timings.instanceHeartbeatMs ?? 5_000;

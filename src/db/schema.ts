@@ -523,7 +523,7 @@ export interface SchedulesTable {
   updated_at: number;
 }
 
-export type SlotStatus = 'started' | 'skipped' | 'missed' | 'waiting';
+export type SlotStatus = 'started' | 'skipped' | 'waiting' | 'failed';
 
 /** One scheduled time of a schedule (or one schedules/trigger): its key makes it fire once. */
 export interface ScheduleSlotsTable {
@@ -532,6 +532,7 @@ export interface ScheduleSlotsTable {
   kind: 'cron' | 'manual';
   status: SlotStatus;
   run_id: string | null;
+  error: string | null;
   created_at: number;
   updated_at: number;
 }

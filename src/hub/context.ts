@@ -102,6 +102,13 @@ export interface HubConfig {
   notifyLeaseMs: number;
   /** A channel is disabled after this many consecutive permanently failed deliveries. */
   notifyDisableAfter: number;
+  /**
+   * A scheduled time the hub reaches within this long is on time; an older one was missed (the hub
+   * was down) and the schedule's catch_up decides whether it runs.
+   */
+  scheduleGraceMs: number;
+  /** The scheduler sleeps until the next due time, but never longer than this (changes made elsewhere). */
+  scheduleMaxSleepMs: number;
 }
 
 export const DEFAULT_HUB_CONFIG: HubConfig = {
@@ -132,4 +139,6 @@ export const DEFAULT_HUB_CONFIG: HubConfig = {
   notifyMaxAttempts: 10,
   notifyLeaseMs: 60_000,
   notifyDisableAfter: 5,
+  scheduleGraceMs: 60_000,
+  scheduleMaxSleepMs: 1_000,
 };

@@ -12,6 +12,7 @@ import { orgOps } from './orgs/orgs.routes.js';
 import { realmOps } from './realms/realms.routes.js';
 import { reviewOps } from './reviews/reviews.routes.js';
 import { runOps } from './runs/runs.routes.js';
+import { scheduleOps } from './schedules/schedules.routes.js';
 import { settingOps } from './settings/settings.routes.js';
 import { workspaceOps } from './workspaces/workspaces.routes.js';
 
@@ -32,4 +33,5 @@ export const hubOps: Op[] = [
   ...reviewOps,
   ...installOps,
   ...workspaceOps,
+  ...scheduleOps,
 ];

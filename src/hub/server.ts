@@ -19,6 +19,7 @@ import type { ClusterBus } from './ports.js';
 import { startReviewExpiry } from './reviews/reviews.background.js';
 import { closeReviewsOfEndedRun } from './reviews/reviews.service.js';
 import { startRunsBackground } from './runs/runs.background.js';
+import { startScheduler } from './schedules/schedules.background.js';
 
 export interface StartHubOptions {
   databaseUrl: string;
@@ -118,6 +119,8 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     const stopRuns = startRunsBackground(hub, hub.config.runSweepMs);
     // Reviews (src/hub/reviews/): open reviews past their deadline expire, as often as the sweeper runs.
     const stopReviews = startReviewExpiry(hub, hub.config.runSweepMs);
+    // Schedules (src/hub/schedules/): fires each scheduled time once, sleeping until the next one.
+    const stopScheduler = startScheduler(hub);
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
     const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;
@@ -135,6 +138,7 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
           log,
           graceMs: hub.config.shutdownGraceMs,
           graceful: async () => {
+            await stopScheduler();
             await stopRuns();
             await stopReviews();
             await notifier.close();

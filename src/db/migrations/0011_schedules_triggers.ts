@@ -50,9 +50,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('slot_at', 'bigint', (c) => c.notNull())
     // cron (a scheduled time) or manual (schedules/trigger)
     .addColumn('kind', 'text', (c) => c.notNull())
-    // started | skipped | missed | waiting (overlap: queue, until the previous run ends)
+    // started, skipped (overlap: skip), waiting (overlap: queue, until the previous run ends), or
+    // failed (the run could not start: its team or workspace is gone; `error` says why)
     .addColumn('status', 'text', (c) => c.notNull())
     .addColumn('run_id', 'text')
+    .addColumn('error', 'text')
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .addPrimaryKeyConstraint('schedule_slots_pk', ['schedule_id', 'slot_at', 'kind'])

@@ -51,10 +51,13 @@ export interface Starter {
 }
 
 /**
- * Written in the new run's transaction (a schedule's slot): a unique violation there means another
- * process already started this run, and nothing is started.
+ * Written in the new run's transaction (a schedule's slot): false, or a unique violation there,
+ * means another process already started this run, and nothing is started.
  */
-export type RunClaim = (db: Kysely<DB>, runId: string) => Promise<void>;
+export type RunClaim = (db: Kysely<DB>, runId: string) => Promise<boolean>;
+
+/** Thrown inside the run's transaction to roll it back when its claim was taken. */
+const CLAIM_TAKEN = new Error('claim taken');
 
 /** A start's answer: the run, and whether it is new (201) or the first run of its key (200). */
 export interface Started {
@@ -143,7 +146,7 @@ const issue = (field: string, message: string) => invalidParams([{ field, messag
 type Target = Pick<RunSeed, 'team_id' | 'team_version_id' | 'agent_id' | 'base_name' | 'execution_type'>;
 
 /** The team version (by id, name or name@version) or the agent a `runs/new` names, in the org. */
-async function resolveTarget(hub: Hub, orgId: string, input: NewRunInput): Promise<Target> {
+export async function resolveTarget(hub: Hub, orgId: string, input: NewRunInput): Promise<Target> {
   const executionType = input.execution_type ?? (input.agent !== undefined ? 'agent' : 'team');
   if (executionType === 'agent') {
     if (!input.agent) throw issue('agent', 'is required when execution_type is agent');
@@ -280,10 +283,11 @@ export async function startRun(
       if (key) {
         await insertIdempotencyKey(trx, { realm_id: realm.id, key, run_id: r.run_id, created_at: hub.now() });
       }
-      await claim?.(trx, r.run_id);
+      if (claim && !(await claim(trx, r.run_id))) throw CLAIM_TAKEN;
       return r;
     });
   } catch (err) {
+    if (err === CLAIM_TAKEN) return null;
     if (!isUniqueViolation(err)) throw err;
     // A concurrent start with the same key committed first: its run is the answer.
     const raced = await first();
