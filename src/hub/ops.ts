@@ -14,6 +14,7 @@ import { reviewOps } from './reviews/reviews.routes.js';
 import { runOps } from './runs/runs.routes.js';
 import { scheduleOps } from './schedules/schedules.routes.js';
 import { settingOps } from './settings/settings.routes.js';
+import { triggerOps } from './triggers/triggers.routes.js';
 import { workspaceOps } from './workspaces/workspaces.routes.js';
 
 /** Every hub operation. A feature adds its list here. */
@@ -34,4 +35,5 @@ export const hubOps: Op[] = [
   ...installOps,
   ...workspaceOps,
   ...scheduleOps,
+  ...triggerOps,
 ];

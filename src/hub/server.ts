@@ -20,6 +20,7 @@ import { startReviewExpiry } from './reviews/reviews.background.js';
 import { closeReviewsOfEndedRun } from './reviews/reviews.service.js';
 import { startRunsBackground } from './runs/runs.background.js';
 import { startScheduler } from './schedules/schedules.background.js';
+import { registerHooks } from './triggers/hooks.js';
 
 export interface StartHubOptions {
   databaseUrl: string;
@@ -105,6 +106,8 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     const app = createHubApp(hub, hubOps);
     // The web console at / (src/hub/console.ts): static files; it talks to the API like any client.
     registerConsole(app, log);
+    // Incoming webhooks of triggers (src/hub/triggers/): POST /v1/hooks/<id>, raw body, signed.
+    registerHooks(app, hub);
     // The daemon tunnel; Fastify's close runs the tunnel's close first (preClose hook).
     hub.tunnel.attach(app);
     try {

@@ -7,7 +7,7 @@ import type { Hub } from '../context.js';
 import { json, toJson } from '../runs/run.mapper.js';
 import { cronProblem, nextSlot } from './cron.js';
 import * as repo from './schedules.repo.js';
-import { checkTarget, type TargetInput } from './target.js';
+import { checkTarget, retarget, type TargetInput } from './target.js';
 
 /** Schedules (CONTRACT.md §10): make, show, change, remove. Firing is fire.service.ts's. */
 
@@ -113,32 +113,7 @@ export async function visibleSchedule(
 export async function updateSchedule(hub: Hub, actor: Actor | null, input: ScheduleFields & { id: string }) {
   const { schedule: s } = await visibleSchedule(hub, actor, input.id, 'schedules.manage');
   const next: SchedulesTable = { ...s, updated_at: hub.now() };
-  if (input.team !== undefined || input.team_id !== undefined || input.agent !== undefined) {
-    const t = await checkTarget(
-      hub,
-      { id: s.realm_id, org_id: s.org_id },
-      {
-        ...input,
-        workspace_id: input.workspace_id === undefined ? s.workspace_id : input.workspace_id,
-      },
-    );
-    Object.assign(next, {
-      target: JSON.stringify(t.target),
-      team_id: t.team_id,
-      agent_id: t.agent_id,
-      workspace_id: t.workspace_id,
-    });
-  } else if (input.workspace_id !== undefined) {
-    const t = await checkTarget(
-      hub,
-      { id: s.realm_id, org_id: s.org_id },
-      {
-        ...json<TargetInput>(s.target),
-        workspace_id: input.workspace_id,
-      },
-    );
-    next.workspace_id = t.workspace_id;
-  }
+  Object.assign(next, await retarget(hub, s, input));
   if (input.inputs !== undefined) next.inputs = JSON.stringify(input.inputs);
   if (input.run_name !== undefined) next.run_name = input.run_name;
   if (input.reviewers !== undefined) next.reviewers = toJson(input.reviewers);

@@ -58,3 +58,30 @@ export async function checkTarget(
   }
   return { target, team_id: resolved.team_id, agent_id: resolved.agent_id, workspace_id: workspaceId };
 }
+
+/**
+ * An update's change of target: a new team or agent, or another workspace, checked like a new one.
+ * Answers the columns to set (none when the update names neither).
+ */
+export async function retarget(
+  hub: Hub,
+  row: { realm_id: string; org_id: string; target: string; workspace_id: string | null },
+  input: TargetInput,
+): Promise<Partial<Omit<Target, 'target'> & { target: string }>> {
+  const newTarget = input.team !== undefined || input.team_id !== undefined || input.agent !== undefined;
+  if (!newTarget && input.workspace_id === undefined) return {};
+  const t = await checkTarget(
+    hub,
+    { id: row.realm_id, org_id: row.org_id },
+    {
+      ...(newTarget ? input : (JSON.parse(row.target) as TargetInput)),
+      workspace_id: input.workspace_id === undefined ? row.workspace_id : input.workspace_id,
+    },
+  );
+  return {
+    target: JSON.stringify(t.target),
+    team_id: t.team_id,
+    agent_id: t.agent_id,
+    workspace_id: t.workspace_id,
+  };
+}
