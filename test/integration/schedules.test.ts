@@ -122,6 +122,32 @@ describe('schedules', () => {
     assert.equal((await h.call('schedules/get', { id: s.id })).status, 404);
   });
 
+  it('schedule.fired is an event kind a notification rule can use', async () => {
+    const channel = await h.ok('notification_channels/new', {
+      realm_id: w.realmId,
+      name: 'fired',
+      destinations: [{ type: 'webhook', webhook_url: 'http://127.0.0.1:9/fired' }],
+    });
+    await h.ok('realms/new_notification_rule', {
+      realm_id: w.realmId,
+      event: 'schedule.fired',
+      channel_ids: [channel.data.id],
+    });
+    const s = (await h.ok('schedules/new', { realm_id: w.realmId, team: 'tick-team', cron: '0 0 1 1 *' }))
+      .data;
+    const run = (await h.ok('schedules/trigger', { id: s.id })).data;
+    const deliveries = await h.running.hub.db
+      .selectFrom('notification_deliveries')
+      .select(['event_type', 'body'])
+      .where('channel_id', '=', channel.data.id)
+      .execute();
+    assert.equal(deliveries.length, 1);
+    assert.equal(deliveries[0]!.event_type, 'schedule.fired');
+    assert.equal(deliveries[0]!.body.includes(run.run_id), true);
+    await h.ok('schedules/remove', { id: s.id });
+    await h.ok('notification_channels/remove', { id: channel.data.id });
+  });
+
   it('schedules/trigger starts one run now, with the schedule as its actor', async () => {
     const s = (
       await h.ok('schedules/new', {

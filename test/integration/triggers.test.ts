@@ -69,7 +69,17 @@ describe('triggers', () => {
     assert.equal(JSON.stringify(list).includes(trigger.secret), false);
   });
 
-  it('a good signature starts a run with the payload as inputs.event', async () => {
+  it('a good signature starts a run with the payload as inputs.event, and trigger.received', async () => {
+    const channel = await h.ok('notification_channels/new', {
+      realm_id: w.realmId,
+      name: 'received',
+      destinations: [{ type: 'webhook', webhook_url: 'http://127.0.0.1:9/received' }],
+    });
+    await h.ok('realms/new_notification_rule', {
+      realm_id: w.realmId,
+      event: 'trigger.received',
+      channel_ids: [channel.data.id],
+    });
     const body = JSON.stringify({ ref: 'refs/heads/main', commits: [1, 2] });
     const r = await deliver(body);
     assert.equal(r.status, 201, JSON.stringify(r.body));
@@ -79,6 +89,13 @@ describe('triggers', () => {
     const got = await h.ok('triggers/get', { id: trigger.id });
     assert.equal(got.data.recent_deliveries[0].outcome, 'started');
     assert.equal(got.data.recent_deliveries[0].run_id, r.body.data.run_id);
+    const notified = await h.running.hub.db
+      .selectFrom('notification_deliveries')
+      .select('event_type')
+      .where('channel_id', '=', channel.data.id)
+      .execute();
+    assert.deepEqual(notified, [{ event_type: 'trigger.received' }]);
+    await h.ok('notification_channels/remove', { id: channel.data.id });
   });
 
   it('bad, missing and stale signatures, and unknown triggers, answer 401 and start nothing', async () => {
