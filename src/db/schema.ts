@@ -533,6 +533,8 @@ export interface ScheduleSlotsTable {
   status: SlotStatus;
   run_id: string | null;
   error: string | null;
+  /** 1: a time the hub missed (it was down) and ran later, per catch_up. */
+  caught_up: number;
   created_at: number;
   updated_at: number;
 }

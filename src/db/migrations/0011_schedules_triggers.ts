@@ -55,6 +55,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('status', 'text', (c) => c.notNull())
     .addColumn('run_id', 'text')
     .addColumn('error', 'text')
+    // 1: a time the hub missed (it was down) and ran later, per catch_up
+    .addColumn('caught_up', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .addPrimaryKeyConstraint('schedule_slots_pk', ['schedule_id', 'slot_at', 'kind'])

@@ -88,6 +88,7 @@ export async function fireSlot(
   s: SchedulesTable,
   slotAt: number,
   kind: 'cron' | 'manual',
+  caughtUp = false,
 ): Promise<Started | null> {
   const now = hub.now();
   const slot: ScheduleSlotsTable = {
@@ -97,6 +98,7 @@ export async function fireSlot(
     status: 'started',
     run_id: null,
     error: null,
+    caught_up: caughtUp ? 1 : 0,
     created_at: now,
     updated_at: now,
   };
@@ -178,7 +180,8 @@ async function fireSchedule(hub: Hub, s: SchedulesTable): Promise<void> {
       'missed schedule times not run',
     );
   }
-  for (const t of [...caught, ...onTime]) await fireSlot(hub, s, t, 'cron');
+  for (const t of caught) await fireSlot(hub, s, t, 'cron', true);
+  for (const t of onTime) await fireSlot(hub, s, t, 'cron');
   await repo.advanceSchedule(hub.db, s, {
     next_fire_at: nextSlot(s.cron, s.timezone, Math.max(now, slots.at(-1) ?? now)),
     updated_at: hub.now(),
