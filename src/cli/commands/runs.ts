@@ -5,6 +5,7 @@ import { defineCommand, pageArgs, positiveInt, session, withPaging } from '../co
 import { CliError, usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 import { looksLikeId, resolveRealm } from '../resolve.js';
+import { parseInput } from '../run-target.js';
 
 interface RunRow {
   run_id: string;
@@ -35,18 +36,6 @@ interface LogLine {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** `k=v` → inputs.k; the value is JSON when it parses (`n=3`, `files=["a","b"]`), else the string. */
-export function parseInput(pair: string, acc: Record<string, unknown> = {}): Record<string, unknown> {
-  const eq = pair.indexOf('=');
-  if (eq < 1) throw usageError(`--input ${pair}: expected KEY=VALUE`);
-  const raw = pair.slice(eq + 1);
-  let value: unknown = raw;
-  try {
-    value = JSON.parse(raw);
-  } catch {}
-  return { ...acc, [pair.slice(0, eq)]: value };
-}
 
 async function workspaceId(
   client: HubClient,
