@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startTestHub, type TestHub } from '../helpers/hub.js';
+import { TEST_DB } from '../helpers/db.js';
+import { post, startTestHub, type TestHub } from '../helpers/hub.js';
 import { registerTeam } from '../helpers/runs.js';
 import { buildWorld, uniq, type World } from '../helpers/world.js';
 
@@ -55,6 +56,30 @@ describe('idempotent starts', () => {
       .where('run_id', '=', [...ids][0]!)
       .execute();
     assert.equal(runs.length, 1);
+  });
+
+  it('starts one run for repeats spread over two hub processes', {
+    skip: TEST_DB !== 'postgres' && 'PostgreSQL only: SQLite has one hub process',
+  }, async () => {
+    const other = await h.startAnother({ now: () => clock });
+    try {
+      const key = `p-${uniq()}`;
+      const body = { realm_id: w.realmId, team: 'idem-team', idempotency_key: key };
+      const replies = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          i % 2 ? start(key) : post(`${other.url}/v1/runs/new`, body, w.tokens.realm_member),
+        ),
+      );
+      assert.equal(
+        new Set(replies.map((r) => r.body.data?.run_id)).size,
+        1,
+        JSON.stringify(replies.map((r) => r.body)),
+      );
+      assert.equal(replies.filter((r) => r.status === 201).length, 1);
+      assert.equal((await runsWithKey(key)).length, 1);
+    } finally {
+      await other.close();
+    }
   });
 
   it('refuses a key that is empty or too long', async () => {
