@@ -89,6 +89,18 @@ describe('schedule overlap policies (hub + daemon + agent processes)', () => {
     assertOneAtATime(queueRuns.filter(ended(['succeeded'])));
     const late = queueSlots.filter((s) => s.status === 'started' && s.updated_at - s.slot_at > 1000);
     assert.ok(late.length >= 1, `a waiting time started late: ${JSON.stringify(queueSlots)}`);
+    // In order: no time started before an older one still waiting.
+    const startedAt = queueSlots.filter((s) => s.status === 'started').map((s) => s.updated_at);
+    assert.deepEqual(
+      startedAt,
+      [...startedAt].sort((a, b) => a - b),
+      JSON.stringify(queueSlots),
+    );
+    const oldestWaiting = queueSlots.find((s) => s.status === 'waiting')?.slot_at ?? Number.POSITIVE_INFINITY;
+    assert.ok(
+      queueSlots.every((s) => s.status !== 'started' || s.slot_at < oldestWaiting),
+      JSON.stringify(queueSlots),
+    );
 
     // cancel_previous: each time cancelled the run before it.
     const cancelRuns = await runsOf(cancel);

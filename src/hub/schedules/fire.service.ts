@@ -21,6 +21,8 @@ import * as repo from './schedules.repo.js';
 
 /** `catch_up: all` runs at most this many missed times. */
 export const CATCH_UP_MAX = 100;
+/** `overlap: queue` keeps at most this many times waiting. */
+export const QUEUE_MAX = 100;
 
 export const scheduleActor = (id: string) => ({ type: 'schedule', schedule_id: id });
 
@@ -103,13 +105,18 @@ export async function fireSlot(
     updated_at: now,
   };
   const live = await repo.liveRunsOfSchedule(hub.db, s.id);
+  if (kind === 'cron' && s.overlap === 'queue') {
+    // Times wait in order: behind a run still going, or behind times already waiting.
+    const waiting = await repo.countWaiting(hub.db, s.id);
+    if (live.length > 0 || waiting > 0) {
+      // At most QUEUE_MAX times wait; beyond, a time is skipped (a run that never ends fills no disk).
+      await recordSlot(hub, s, { ...slot, status: waiting >= QUEUE_MAX ? 'skipped' : 'waiting' });
+      return null;
+    }
+  }
   if (live.length > 0 && kind === 'cron') {
     if (s.overlap === 'skip') {
       await recordSlot(hub, s, { ...slot, status: 'skipped' });
-      return null;
-    }
-    if (s.overlap === 'queue') {
-      await recordSlot(hub, s, { ...slot, status: 'waiting' });
       return null;
     }
     for (const run of live) {

@@ -131,3 +131,14 @@ export async function failWaitingSlot(db: Kysely<DB>, slot: ScheduleSlotsTable, 
     .where('status', '=', 'waiting')
     .execute();
 }
+
+/** How many times of the schedule wait for the run before them to end (overlap: queue). */
+export async function countWaiting(db: Kysely<DB>, scheduleId: string): Promise<number> {
+  const r = await db
+    .selectFrom('schedule_slots')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('schedule_id', '=', scheduleId)
+    .where('status', '=', 'waiting')
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
