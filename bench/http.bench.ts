@@ -49,7 +49,6 @@ async function oneDatabase(
     adminToken,
     log: createLogger('hub', 'silent'),
   });
-  const bare = Fastify();
   try {
     const api = (op: string, body: unknown, token = adminToken) =>
       post(`${running.url}/v1/${op}`, body, token);
@@ -73,66 +72,104 @@ async function oneDatabase(
       definition: { name: 'noop-team', version: '1.0.0', phases: [{ name: 'only', agent: 'noop' }] },
     });
     const runId = (await api('runs/new', { realm_id: realmId, team: 'noop-team' })).data.run_id as string;
-    const body = JSON.stringify({ run_id: runId });
-    // The bare route answers exactly the bytes the hub answers.
-    const res = await fetch(`${running.url}/v1/runs/get_by_id`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      body,
-    });
-    const reply = await res.text();
-    if (res.status !== 200) throw new Error(`runs/get_by_id: ${res.status} ${reply}`);
-    bare.post('/v1/runs/get_by_id', async (_req, r) => r.type('application/json; charset=utf-8').send(reply));
-    await bare.listen({ host: '127.0.0.1', port: 0 });
-    const bareUrl = `http://127.0.0.1:${(bare.server.address() as { port: number }).port}/v1/runs/get_by_id`;
-
-    const load = async (url: string): Promise<Load> => {
-      const r = (await loader.request('run', {
-        url,
-        body,
-        headers: { authorization: `Bearer ${token}` },
-        concurrency: CONCURRENCY,
-        durationMs: ROUND_MS,
-        warmupMs: WARMUP_MS,
-      })) as Load;
-      if (r.errors > 0) throw new Error(`${url}: ${r.errors} failed requests, last: ${r.lastError}`);
-      return r;
-    };
-    const hub: Load[] = [];
-    const base: Load[] = [];
-    for (let i = 0; i < ROUNDS; i++) {
-      base.push(await load(bareUrl));
-      hub.push(await load(`${running.url}/v1/runs/get_by_id`));
-    }
-    const sum = (rs: Load[]) => {
-      const lat = rs.flatMap((r) => r.latencies).sort((a, b) => a - b);
-      const seconds = rs.reduce((s, r) => s + r.seconds, 0);
-      return { rps: lat.length / seconds, p50: percentile(lat, 50), p99: percentile(lat, 99), n: lat.length };
-    };
-    const h = sum(hub);
-    const b = sum(base);
-    const note = `${CONCURRENCY} keep-alive connections from a child process, ${ROUNDS}×${ROUND_MS / 1000} s alternating; hub n=${h.n}, baseline n=${b.n}`;
+    const read = await compare(
+      loader,
+      `${running.url}/v1/runs/get_by_id`,
+      JSON.stringify({ run_id: runId }),
+      token,
+    );
+    // runs/new accepted: no daemon is online, so each run is written and stays queued.
+    const create = await compare(
+      loader,
+      `${running.url}/v1/runs/new`,
+      JSON.stringify({ realm_id: realmId, team: 'noop-team' }),
+      token,
+    );
     return [
       {
         name: `runs/get_by_id with svc_tok_, ${kind}`,
         unit: 'req/s',
-        value: h.rps,
-        baseline: { name: 'bare Fastify route', value: b.rps },
+        value: read.hub.rps,
+        baseline: { name: 'bare Fastify route', value: read.bare.rps },
         higherIsBetter: true,
-        note,
+        note: read.note,
       },
       {
         name: `runs/get_by_id with svc_tok_, ${kind}, p99`,
         unit: 'ms',
-        value: h.p99,
-        baseline: { name: 'bare Fastify route p99', value: b.p99 },
+        value: read.hub.p99,
+        baseline: { name: 'bare Fastify route p99', value: read.bare.p99 },
         higherIsBetter: false,
-        note: `p50 ${h.p50.toFixed(2)} ms vs ${b.p50.toFixed(2)} ms`,
+        note: `p50 ${read.hub.p50.toFixed(2)} ms vs ${read.bare.p50.toFixed(2)} ms`,
+      },
+      {
+        name: `runs/new accepted, ${kind}`,
+        unit: 'runs/s',
+        value: create.hub.rps,
+        baseline: { name: 'bare Fastify route, same reply', value: create.bare.rps },
+        higherIsBetter: true,
+        note: `${create.note}; p99 ${create.hub.p99.toFixed(1)} ms vs ${create.bare.p99.toFixed(1)} ms`,
       },
     ];
   } finally {
-    await bare.close();
     await running.close();
     await db.cleanup();
   }
+}
+
+/**
+ * The hub's route at `url` against a bare Fastify route answering the hub's own reply bytes, with
+ * the same client: rounds alternate so that noise on a shared machine hits both.
+ */
+async function compare(
+  loader: Awaited<ReturnType<typeof startChild>>,
+  url: string,
+  body: string,
+  token: string,
+) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body,
+  });
+  const reply = await res.text();
+  if (res.status >= 300) throw new Error(`${url}: ${res.status} ${reply}`);
+  const path = new URL(url).pathname;
+  const bare = Fastify();
+  bare.post(path, async (_req, r) =>
+    r.status(res.status).type('application/json; charset=utf-8').send(reply),
+  );
+  await bare.listen({ host: '127.0.0.1', port: 0 });
+  const bareUrl = `http://127.0.0.1:${(bare.server.address() as { port: number }).port}${path}`;
+  const load = async (target: string): Promise<Load> => {
+    const r = (await loader.request('run', {
+      url: target,
+      body,
+      headers: { authorization: `Bearer ${token}` },
+      concurrency: CONCURRENCY,
+      durationMs: ROUND_MS,
+      warmupMs: WARMUP_MS,
+    })) as Load;
+    if (r.errors > 0) throw new Error(`${target}: ${r.errors} failed requests, last: ${r.lastError}`);
+    return r;
+  };
+  const hub: Load[] = [];
+  const base: Load[] = [];
+  try {
+    for (let i = 0; i < ROUNDS; i++) {
+      base.push(await load(bareUrl));
+      hub.push(await load(url));
+    }
+  } finally {
+    await bare.close();
+  }
+  const sum = (rs: Load[]) => {
+    const lat = rs.flatMap((r) => r.latencies).sort((a, b) => a - b);
+    const seconds = rs.reduce((s, r) => s + r.seconds, 0);
+    return { rps: lat.length / seconds, p50: percentile(lat, 50), p99: percentile(lat, 99), n: lat.length };
+  };
+  const h = sum(hub);
+  const b = sum(base);
+  const note = `${CONCURRENCY} keep-alive connections from a child process, ${ROUNDS}×${ROUND_MS / 1000} s alternating; hub n=${h.n}, baseline n=${b.n}`;
+  return { hub: h, bare: b, note };
 }

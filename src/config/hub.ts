@@ -27,6 +27,7 @@ const HubEnv = z.object({
   SVC_HUB_STALE_MS: z.coerce.number().int().min(30).max(3_600_000).optional(),
   SVC_OFFER_TIMEOUT_MS: z.coerce.number().int().min(10).max(86_400_000).optional(),
   SVC_REDISPATCH_MS: z.coerce.number().int().min(10).max(3_600_000).optional(),
+  SVC_OFFER_FANOUT: z.coerce.number().int().min(1).max(10_000).optional(),
   SVC_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).optional(),
   SVC_SCHEDULE_GRACE_MS: z.coerce.number().int().min(0).max(86_400_000).optional(),
 });
@@ -40,6 +41,8 @@ export interface HubTimings {
   runRedispatchMs?: number;
   shutdownGraceMs?: number;
   scheduleGraceMs?: number;
+  /** Daemons a run is offered to at once (the least loaded). */
+  offerFanout?: number;
 }
 
 export interface HubSettings {
@@ -71,6 +74,7 @@ export function validateHubConfig(env: Record<string, string | undefined>): {
     ...(e.SVC_REDISPATCH_MS !== undefined ? { runRedispatchMs: e.SVC_REDISPATCH_MS } : {}),
     ...(e.SVC_SHUTDOWN_GRACE_MS !== undefined ? { shutdownGraceMs: e.SVC_SHUTDOWN_GRACE_MS } : {}),
     ...(e.SVC_SCHEDULE_GRACE_MS !== undefined ? { scheduleGraceMs: e.SVC_SCHEDULE_GRACE_MS } : {}),
+    ...(e.SVC_OFFER_FANOUT !== undefined ? { offerFanout: e.SVC_OFFER_FANOUT } : {}),
   };
   // A process must miss several heartbeats before the others presume it dead.
   const beat = timings.instanceHeartbeatMs ?? 5_000;

@@ -263,6 +263,14 @@ export interface WorkspacesTable {
 }
 
 /** A run of a team or an agent (src/hub/runs/). JSON columns are text. */
+/** The last number given to a default run name, per realm and team (or agent). */
+export interface RunNumbersTable {
+  realm_id: string;
+  /** The team's id, or the agent's for a single-agent run. */
+  subject_id: string;
+  last: number;
+}
+
 export interface RunsTable {
   run_id: string;
   org_id: string;
@@ -470,6 +478,7 @@ export interface DB {
   team_installs: TeamInstallsTable;
   workspaces: WorkspacesTable;
   runs: RunsTable;
+  run_numbers: RunNumbersTable;
   run_history: RunHistoryTable;
   run_logs: RunLogsTable;
   reviews: ReviewsTable;

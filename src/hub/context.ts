@@ -5,6 +5,7 @@ import type { RunState } from '../shared/api/run-states.js';
 import type { Clock, IdGen } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from '../shared/shutdown.js';
+import type { AccessCache } from './access/access-cache.js';
 import type { Mailer, PasswordGate, Tunnel } from './ports.js';
 
 /** Everything a hub service needs from the outside world, passed in (never imported). */
@@ -25,6 +26,8 @@ export interface Hub {
    * server.ts so that the runs feature does not depend on them.
    */
   runEnded: readonly RunEndedHook[];
+  /** Token → actor, realm, (user, realm) → role, kept for at most a second (src/hub/access/access-cache.ts). */
+  access: AccessCache;
 }
 
 /**
@@ -83,6 +86,11 @@ export interface HubConfig {
   runRedispatchMs: number;
   /** An offer nobody claimed (or whose claimer went away) for this long goes back to dispatch. */
   offerTimeoutMs: number;
+  /**
+   * A run waiting for a daemon is offered to at most this many eligible daemons at once, the least
+   * loaded first (fewest runs held); if none claims it within offerTimeoutMs it is offered again.
+   */
+  offerFanout: number;
   /** Each hub process records a heartbeat this often (src/hub/cluster/presence.ts). */
   instanceHeartbeatMs: number;
   /** A hub process whose heartbeat is older than this is presumed dead: its daemons go offline. */
@@ -129,6 +137,7 @@ export const DEFAULT_HUB_CONFIG: HubConfig = {
   runSweepMs: 1_000,
   runRedispatchMs: 5_000,
   offerTimeoutMs: 30_000,
+  offerFanout: 3,
   instanceHeartbeatMs: 5_000,
   instanceStaleMs: 30_000,
   notifyPollMs: 1_000,

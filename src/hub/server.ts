@@ -4,6 +4,7 @@ import { type Clock, type IdGen, uuidv7 } from '../shared/ids.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { stopWithin } from '../shared/shutdown.js';
 import { ADMIN_TOKEN_RULE, hashSecret, parseAdminToken } from '../shared/tokens.js';
+import { createAccessCache } from './access/access-cache.js';
 import { createHubApp } from './app.js';
 import { createPasswordGate } from './auth/password-gate.js';
 import { bootstrapAdmin } from './auth/users.js';
@@ -19,6 +20,7 @@ import type { ClusterBus } from './ports.js';
 import { startReviewExpiry } from './reviews/reviews.background.js';
 import { closeReviewsOfEndedRun } from './reviews/reviews.service.js';
 import { startRunsBackground } from './runs/runs.background.js';
+import { registerRunStreams } from './runs/runs.stream.js';
 import { startScheduler } from './schedules/schedules.background.js';
 import { registerHooks } from './triggers/hooks.js';
 
@@ -66,8 +68,11 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
   let presence: Presence | null = null;
   try {
     await migrate(database.db);
+    // Authentication and roles are cached; the handle's plugin clears the cache on writes that matter.
+    const access = createAccessCache();
     const base: Omit<Hub, 'tunnel'> = {
-      db: database.db,
+      db: database.db.withPlugin(access.watch),
+      access,
       dialect: database.dialect,
       log,
       now: opts.now ?? Date.now,
@@ -106,6 +111,8 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     const app = createHubApp(hub, hubOps);
     // The web console at / (src/hub/console.ts): static files; it talks to the API like any client.
     registerConsole(app, log);
+    // Live updates of runs as server-sent events (src/hub/runs/runs.stream.ts).
+    registerRunStreams(app, hub);
     // Incoming webhooks of triggers (src/hub/triggers/): POST /v1/hooks/<id>, raw body, signed.
     registerHooks(app, hub);
     // The daemon tunnel; Fastify's close runs the tunnel's close first (preClose hook).

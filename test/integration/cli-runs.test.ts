@@ -63,7 +63,7 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ said: input
     const bad = await runCli(['--json', 'runs', 'start', 'broken', '--realm', w.realmId], { env: env() });
     assert.equal(bad.code, 0, bad.stderr);
     const badId = JSON.parse(bad.stdout).data.run_id;
-    const watched = await runCli(['runs', 'watch', badId, '--interval', '100'], { env: env() });
+    const watched = await runCli(['runs', 'watch', badId], { env: env() });
     assert.equal(watched.code, 1);
     assert.match(watched.stderr, /run failed: phase "explode": the agent exited with code 2/);
 
@@ -99,7 +99,7 @@ describe('svc runs watch of a run that is lost', () => {
     // The daemon goes away without a word: the run's lease runs out.
     await d.close();
     const env = { SVC_HUB_URL: h.url, SVC_TOKEN: h.adminToken, SVC_HOME: home.dir };
-    const watched = await runCli(['runs', 'watch', runId, '--interval', '100'], { env });
+    const watched = await runCli(['runs', 'watch', runId], { env });
     assert.equal(watched.code, 1, watched.stderr);
     assert.match(watched.stdout, /lost/);
   });

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
+import { followEvents, type StreamEvent, StreamRefused } from '../../shared/api/event-stream.js';
 import { isTerminal } from '../../shared/api/run-states.js';
-import type { HubClient, Page } from '../client.js';
-import { defineCommand, pageArgs, positiveInt, session, withPaging } from '../command.js';
+import { ApiError, type HubClient, type Page } from '../client.js';
+import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { CliError, usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 import { looksLikeId, resolveRealm } from '../resolve.js';
@@ -34,8 +35,6 @@ interface LogLine {
   phase: string | null;
   text: string;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function workspaceId(
   client: HubClient,
@@ -79,13 +78,28 @@ function runRecord(r: RunRow): string {
   ]);
 }
 
+/** A run's server-sent events (CONTRACT.md §14) until `onEvent` answers true or the run ends. */
+async function followRun(client: HubClient, runId: string, onEvent: (e: StreamEvent) => boolean) {
+  try {
+    await followEvents(`${client.url}/v1/runs/${encodeURIComponent(runId)}/events`, {
+      token: client.token,
+      onEvent,
+    });
+  } catch (err) {
+    if (err instanceof StreamRefused) throw new ApiError(err.code, err.message, err.status, null);
+    throw err;
+  }
+}
+
 /** Follows a run until it ends; prints a line per change. Answers the final run. */
-async function watch(client: HubClient, runId: string, out: (s: string) => void, pollMs: number) {
+async function watch(client: HubClient, runId: string, out: (s: string) => void) {
   let last = '';
   const spinner = ['|', '/', '-', '\\'];
   let tick = 0;
-  for (;;) {
-    const r = (await client.call<{ data: RunRow }>('runs/get_by_id', { run_id: runId })).data;
+  let final: RunRow | null = null;
+  await followRun(client, runId, (e) => {
+    if (e.event !== 'state') return false;
+    const r = e.data as RunRow;
     const line = `${r.run_name}: ${r.state}${r.current_phase ? ` · phase ${r.current_phase}` : ''}${
       r.pending_control ? ` · ${r.pending_control.type} pending` : ''
     }`;
@@ -93,9 +107,11 @@ async function watch(client: HubClient, runId: string, out: (s: string) => void,
       out(`${isTerminal(r.state) ? '•' : spinner[tick++ % spinner.length]} ${line}\n`);
       last = line;
     }
-    if (isTerminal(r.state)) return r;
-    await sleep(pollMs);
-  }
+    if (isTerminal(r.state)) final = r;
+    return final !== null;
+  });
+  // The stream ended without a final state (the hub closed it): ask once.
+  return final ?? (await client.call<{ data: RunRow }>('runs/get_by_id', { run_id: runId })).data;
 }
 
 export default defineCommand({
@@ -151,7 +167,7 @@ export default defineCommand({
             () => `Started run ${reply.data.run_name} (${reply.data.run_id}): ${reply.data.state}.\n`,
           );
           if (opts.watch) {
-            const end = await watch(s.client, reply.data.run_id, (x) => ctx.stderr.write(x), 500);
+            const end = await watch(s.client, reply.data.run_id, (x) => ctx.stderr.write(x));
             if (end.state !== 'succeeded')
               throw new CliError(`run ${end.state}${end.error ? `: ${end.error}` : ''}`);
           }
@@ -227,15 +243,9 @@ export default defineCommand({
       .command('watch')
       .description('Follow a run until it ends; exit code 0 only when it succeeded')
       .argument('<run>', 'run id')
-      .option('--interval <ms>', 'poll interval (default 500)', positiveInt)
-      .action(async (runId: string, opts: { interval?: number }, c) => {
+      .action(async (runId: string, _opts: unknown, c) => {
         const s = session(ctx, c);
-        const end = await watch(
-          s.client,
-          runId,
-          (x) => (s.json ? undefined : ctx.stdout.write(x)),
-          opts.interval ?? 500,
-        );
+        const end = await watch(s.client, runId, (x) => (s.json ? undefined : ctx.stdout.write(x)));
         if (s.json) ctx.stdout.write(`${JSON.stringify({ ok: true, data: end }, null, 2)}\n`);
         if (end.state !== 'succeeded')
           throw new CliError(`run ${end.state}${end.error ? `: ${end.error}` : ''}`);
@@ -249,23 +259,28 @@ export default defineCommand({
       .option('--after <seq>', 'only lines after this sequence number', (v) => Number(v))
       .action(async (runId: string, opts: { follow?: boolean; after?: number }, c) => {
         const s = session(ctx, c);
+        const print = (l: LogLine) =>
+          ctx.stdout.write(
+            s.json ? `${JSON.stringify(l)}\n` : `${l.phase ? `[${l.phase}] ` : ''}${l.text}\n`,
+          );
+        if (opts.follow) {
+          // Pushed by the hub until the run ends (earlier lines first).
+          const after = opts.after ?? 0;
+          await followRun(s.client, runId, (e) => {
+            if (e.event === 'log' && (e.data as LogLine).seq > after) print(e.data as LogLine);
+            return false;
+          });
+          return;
+        }
         let after = opts.after ?? 0;
         for (;;) {
-          const reply = await s.client.call<{
-            data: LogLine[];
-            next_after: number;
-            has_more: boolean;
-            run_state: string;
-          }>('runs/logs', { run_id: runId, after });
-          for (const l of reply.data) {
-            ctx.stdout.write(
-              s.json ? `${JSON.stringify(l)}\n` : `${l.phase ? `[${l.phase}] ` : ''}${l.text}\n`,
-            );
-          }
+          const reply = await s.client.call<{ data: LogLine[]; next_after: number; has_more: boolean }>(
+            'runs/logs',
+            { run_id: runId, after },
+          );
+          for (const l of reply.data) print(l);
           after = reply.next_after;
-          if (reply.has_more) continue;
-          if (!opts.follow || isTerminal(reply.run_state)) return;
-          await sleep(500);
+          if (!reply.has_more) return;
         }
       });
 

@@ -18,6 +18,7 @@ export class ActiveRun implements LeasedRun {
   readonly timers: NodeJS.Timeout[] = [];
   /** Resolves when the run's work here has ended. */
   done: Promise<void> = Promise.resolve();
+  startReport?: Promise<unknown>;
   private readonly now: () => number;
 
   constructor(

@@ -16,6 +16,11 @@ export interface LeasedRun {
   readonly id: string;
   readonly epoch: number;
   readonly fenced: boolean;
+  /**
+   * The `started` report while it is on its way: the run's first phase does not wait for it, but
+   * every later report does, so the hub sees them in order.
+   */
+  startReport?: Promise<unknown>;
   /** Stops the run at once (its agents killed) and reports nothing more. */
   fence(): void;
 }
@@ -64,6 +69,8 @@ export class RunHubCaller {
     body: Record<string, unknown>,
     attempts = this.attempts,
   ): Promise<T> {
+    // Every call of a run after its `started` report waits for that report (see beginStart).
+    if (run.startReport && !(op === 'runs/report' && body.event === 'started')) await run.startReport;
     for (let attempt = 1; ; attempt++) {
       if (this.opts.closing()) throw new Closing('the daemon is stopping');
       if (run.fenced) throw new Fenced('fenced');
@@ -101,8 +108,18 @@ export class RunHubCaller {
     }
   }
 
-  /** `runs/report` of an event under the run's lease. */
+  /** `runs/report` of an event under the run's lease, after the run's `started` report. */
   report(run: LeasedRun, event: string, extra: Record<string, unknown> = {}): Promise<unknown> {
     return this.call(run, 'runs/report', { run_id: run.id, lease_epoch: run.epoch, event, ...extra });
+  }
+
+  /**
+   * Sends `started` without waiting for it (the agent starts meanwhile): later reports of the run
+   * wait for it, and a refusal fences the run, which kills what it started.
+   */
+  beginStart(run: LeasedRun): void {
+    const sent = this.report(run, 'started');
+    run.startReport = sent;
+    sent.catch(() => {}); // awaited (and its error seen) by the run's next report
   }
 }

@@ -26,12 +26,15 @@ export async function driveRun(
   // After a restart, the first phase's agent has run already: wait for its verdict again.
   let waitAgain = resume;
   try {
-    // A retried `started` of this epoch changes nothing on the hub (also for a run that waits).
-    await ctx.caller.report(run, 'started');
+    // `started` goes out while the first phase starts; every later report waits for it. A retried
+    // `started` of this epoch changes nothing on the hub (also for a run that waits).
+    ctx.caller.beginStart(run);
     for (const phase of phases.slice(from)) {
       if (run.stopped) break;
-      await notePhase(ctx.db, run.id, phase.name);
+      const noted = notePhase(ctx.db, run.id, phase.name);
+      noted.catch(() => {}); // its error is thrown where it is awaited, after the phase
       const r = await runPhase(ctx, run, body, phase, outputs, waitAgain);
+      await noted;
       waitAgain = null;
       if (run.stopped) break;
       if (!r.ok) {

@@ -76,6 +76,11 @@ export class Runner {
     return this.runs.get(runId)?.epoch ?? null;
   }
 
+  /** Resolves once the hub has taken the run's `started` report (if the run is active here). */
+  async startReported(runId: string): Promise<void> {
+    await this.runs.get(runId)?.startReport?.catch(() => {});
+  }
+
   /** Resolves when the run (if active here) has finished its work. */
   async settled(runId: string): Promise<void> {
     await this.runs.get(runId)?.done;

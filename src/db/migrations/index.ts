@@ -10,6 +10,7 @@ import * as m0008 from './0008_cluster.js';
 import * as m0009 from './0009_account_protection.js';
 import * as m0010 from './0010_workspace_status.js';
 import * as m0011 from './0011_schedules_triggers.js';
+import * as m0013 from './0013_run_numbers.js';
 
 /** Every migration, in order. Names sort lexically; append, never edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '0009_account_protection': m0009,
   '0010_workspace_status': m0010,
   '0011_schedules_triggers': m0011,
+  '0013_run_numbers': m0013,
 };

@@ -52,13 +52,17 @@ export async function loadOrg(hub: Hub, orgId: string): Promise<OrgsTable> {
 }
 
 export async function orgRoleOf(hub: Hub, userId: string, orgId: string): Promise<OrgRole | null> {
+  const cached = hub.access.orgRole(userId, orgId);
+  if (cached !== undefined) return cached;
   const row = await hub.db
     .selectFrom('org_members')
     .select('role')
     .where('org_id', '=', orgId)
     .where('user_id', '=', userId)
     .executeTakeFirst();
-  return row?.role ?? null;
+  const role = row?.role ?? null;
+  hub.access.putOrgRole(userId, orgId, role);
+  return role;
 }
 
 /** Loads the org and checks the caller holds `permission` in it (site administrators always do). */
@@ -78,6 +82,8 @@ export async function requireOrg(
 
 /** The realm and its (not deleted) organization, in one query. */
 export async function loadRealm(hub: Hub, realmId: string): Promise<RealmsTable & { org: OrgsTable }> {
+  const cached = hub.access.realm(realmId);
+  if (cached) return cached;
   const row = await hub.db
     .selectFrom('realms')
     .innerJoin('orgs', 'orgs.id', 'realms.org_id')
@@ -97,7 +103,7 @@ export async function loadRealm(hub: Hub, realmId: string): Promise<RealmsTable 
     .where('orgs.deleted_at', 'is', null)
     .executeTakeFirst();
   if (!row) throw notFound('realm');
-  return {
+  const realm = {
     id: row.id,
     org_id: row.org_id,
     name: row.name,
@@ -113,10 +119,24 @@ export async function loadRealm(hub: Hub, realmId: string): Promise<RealmsTable 
       deleted_at: null,
     },
   };
+  hub.access.putRealm(realm);
+  return realm;
 }
 
 /** A user's effective role in a realm (see permissions.effectiveRealmRole). */
 export async function realmRoleOf(
+  hub: Hub,
+  userId: string,
+  realm: { id: string; org_id: string },
+): Promise<RealmRole | null> {
+  const cached = hub.access.realmRole(userId, realm.id);
+  if (cached !== undefined) return cached;
+  const role = await realmRoleQuery(hub, userId, realm);
+  hub.access.putRealmRole(userId, realm.id, role);
+  return role;
+}
+
+async function realmRoleQuery(
   hub: Hub,
   userId: string,
   realm: { id: string; org_id: string },

@@ -12,7 +12,7 @@ const TOUCH_EVERY_MS = 60_000;
  * up like any other token (so a revocation holds).
  */
 export async function authenticate(
-  hub: Pick<Hub, 'db' | 'now' | 'config'>,
+  hub: Pick<Hub, 'db' | 'now' | 'config' | 'access'>,
   header: string | undefined,
 ): Promise<Actor | null> {
   if (header === undefined || header === '') return null;
@@ -23,6 +23,18 @@ export async function authenticate(
   const configured = hub.config.adminTokenHash;
   const kind = tokenKind(token) ?? (configured !== null && digestsEqual(configured, hash) ? 'user' : null);
   const now = hub.now();
+  const cached = kind ? hub.access.token(hash) : undefined;
+  if (cached && (cached.kind === 'daemon' || cached.tokenExpiresAt === null || cached.tokenExpiresAt > now))
+    return cached;
+  const actor = kind ? await lookUp(hub, kind, hash, now) : null;
+  if (actor) {
+    hub.access.putToken(hash, actor);
+    return actor;
+  }
+  throw new AppError('unauthorized', kind ? 'token is expired, revoked or unknown' : 'token is malformed');
+}
+
+async function lookUp(hub: Pick<Hub, 'db'>, kind: string, hash: string, now: number): Promise<Actor | null> {
   if (kind === 'user') {
     const row = await hub.db
       .selectFrom('tokens')
@@ -58,5 +70,5 @@ export async function authenticate(
       .executeTakeFirst();
     if (daemon && digestsEqual(daemon.token_hash, hash)) return { kind: 'daemon', daemon };
   }
-  throw new AppError('unauthorized', kind ? 'token is expired, revoked or unknown' : 'token is malformed');
+  return null;
 }

@@ -46,6 +46,21 @@ export interface Conn {
   opening: Promise<void> | null;
   flushing: Promise<void> | null;
   dirty: boolean;
+  /** The dispatch token the connection's command frames carry, reused until half its life is gone. */
+  token?: { token: string; expires_at: number; renew_at: number };
+}
+
+/**
+ * The hub-held dispatch token of a connection's command frames: signed once and reused until half
+ * its lifetime has passed (a daemon obeys frames of its tunnel; the token is for callers that
+ * replay them over HTTP), not signed again for every frame.
+ */
+async function commandToken(s: TunnelState, conn: Conn, at: number): Promise<string> {
+  if (conn.token && conn.token.renew_at > at) return conn.token.token;
+  const ttl = s.deps.config.dispatchTokenTtlMs;
+  const signed = await signDispatch(s.keys, conn.daemonId, at, ttl);
+  conn.token = { ...signed, renew_at: at + ttl / 2 };
+  return signed.token;
 }
 
 /** Commands read from the outbox per query when delivering. */
@@ -153,8 +168,8 @@ async function deliver(s: TunnelState, conn: Conn): Promise<void> {
       BATCH,
     );
     const frames: string[] = [];
+    const token = await commandToken(s, conn, at);
     for (const row of rows) {
-      const { token } = await signDispatch(s.keys, conn.daemonId, at, config.dispatchTokenTtlMs);
       // The body is stored as JSON already: splice it in rather than parse and re-serialise.
       frames.push(
         `{"type":"command","tx_id":${JSON.stringify(row.tx_id)},"path":${JSON.stringify(row.path)},"body":${row.body},"token":${JSON.stringify(token)}}`,

@@ -15,7 +15,7 @@ export const CONNECT_PATH = '/v1/daemons/connect';
  * plain HTTP reply in the hub's error shape.
  */
 export async function authenticateUpgrade(
-  hub: Pick<Hub, 'db' | 'now' | 'config'>,
+  hub: Pick<Hub, 'db' | 'now' | 'config' | 'access'>,
   header: string | undefined,
 ): Promise<{ daemon: DaemonsTable; orgId: string } | { error: AppError }> {
   try {

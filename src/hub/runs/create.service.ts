@@ -9,17 +9,18 @@ import { userByHandle } from '../auth/users.js';
 import { findAgent, findTeamVersion, teamVersionInOrg, teamVersionsById } from '../catalog/catalog.repo.js';
 import { parseRef } from '../catalog/manifest.js';
 import type { Hub } from '../context.js';
+import { inTx } from '../daemons/commands.js';
 import { unusableChannelIds } from '../notifications/channels.repo.js';
 import { loadWorkspace, requireReadyWorkspace } from '../workspaces/workspaces.repo.js';
-import { dispatchRun, runDefinition } from './dispatch.service.js';
+import { dispatchIn, planDispatch, runDefinition } from './dispatch.service.js';
 import { addHistory } from './history.repo.js';
 import { heldRun } from './read.service.js';
 import { daemonActor, json, type RunOut, runOut, toJson, userActor } from './run.mapper.js';
 import {
-  countRunsOf,
   insertIdempotencyKey,
   insertRunRow,
   loadRun,
+  nextRunNumber,
   runOfChildKey,
   runOfIdempotencyKey,
 } from './runs.repo.js';
@@ -104,7 +105,7 @@ export async function insertRun(
   const now = hub.now();
   const runName =
     seed.run_name ??
-    `${seed.base_name}-${(await countRunsOf(db, seed.realm_id, { teamId: seed.team_id, agentId: seed.agent_id })) + 1}`;
+    `${seed.base_name}-${await nextRunNumber(db, seed.realm_id, seed.team_id ?? seed.agent_id ?? seed.base_name)}`;
   const { base_name: _, child_key, ...fields } = seed;
   const row: RunsTable = {
     ...fields,
@@ -276,15 +277,23 @@ export async function startRun(
     iteration_key: null,
     created_by_user_id: by.user_id,
   };
+  // The run is written and sent where it goes in one transaction; the reply shows it as created.
+  const plan = await planDispatch(hub, seed);
   let row: RunsTable;
   try {
-    row = await hub.db.transaction().execute(async (trx) => {
-      const r = await insertRun(trx, hub, seed, by.actor);
+    row = await inTx(hub, async (tx) => {
+      const inserted = await insertRun(tx.db, hub, seed, by.actor);
       if (key) {
-        await insertIdempotencyKey(trx, { realm_id: realm.id, key, run_id: r.run_id, created_at: hub.now() });
+        await insertIdempotencyKey(tx.db, {
+          realm_id: realm.id,
+          key,
+          run_id: inserted.run_id,
+          created_at: hub.now(),
+        });
       }
-      if (claim && !(await claim(trx, r.run_id))) throw CLAIM_TAKEN;
-      return r;
+      if (claim && !(await claim(tx.db, inserted.run_id))) throw CLAIM_TAKEN;
+      if (plan) await dispatchIn(tx, inserted, plan);
+      return inserted;
     });
   } catch (err) {
     if (err === CLAIM_TAKEN) return null;
@@ -295,9 +304,7 @@ export async function startRun(
     if (claim) return null;
     throw err;
   }
-  const answer = runOut(row, false, hub.now());
-  await dispatchRun(hub, row.run_id);
-  return { run: answer, created: true };
+  return { run: runOut(row, false, hub.now()), created: true };
 }
 
 /**
@@ -357,15 +364,17 @@ export async function startChild(hub: Hub, actor: DaemonActor, input: StartChild
     created_by_user_id: parent.created_by_user_id,
   };
   let child: RunsTable;
+  const plan = await planDispatch(hub, seed);
   try {
-    child = await hub.db
-      .transaction()
-      .execute((trx) => insertRun(trx, hub, seed, daemonActor(actor.daemon.id)));
+    child = await inTx(hub, async (tx) => {
+      const inserted = await insertRun(tx.db, hub, seed, daemonActor(actor.daemon.id));
+      if (plan) await dispatchIn(tx, inserted, plan);
+      return inserted;
+    });
   } catch (err) {
     const raced = isUniqueViolation(err) ? await runOfChildKey(hub.db, childKey) : undefined;
     if (!raced) throw err;
     return { run: runOut(raced, true, hub.now()), created: false };
   }
-  await dispatchRun(hub, child.run_id);
   return { run: runOut((await loadRun(hub.db, child.run_id))!, true, hub.now()), created: true };
 }

@@ -13,7 +13,7 @@ import { loadWorkspace } from '../workspaces/workspaces.repo.js';
 import { transition } from './lifecycle.js';
 import { claimQueueItem, insertQueueItem, loadQueueItem, RUN_ITEM_KIND } from './queue.repo.js';
 import { daemonActor, json } from './run.mapper.js';
-import { loadRun, openOffersInRealm, queuedInRealm, runOfQueueItem } from './runs.repo.js';
+import { heldRunsPerDaemon, loadRun, openOffersInRealm, queuedInRealm, runOfQueueItem } from './runs.repo.js';
 import { leaseMsOf } from './settings.js';
 
 /**
@@ -72,7 +72,7 @@ export async function executeBody(
 }
 
 /** Online daemons of the realm that may take the run (see docs/api.md, runs: dispatch). */
-async function eligibleDaemons(hub: Hub, run: RunsTable): Promise<string[]> {
+async function eligibleDaemons(hub: Hub, run: Pick<RunsTable, 'realm_id' | 'team_id'>): Promise<string[]> {
   const online = await onlineDaemonIds(hub.db, run.realm_id);
   // No daemon of the realm was ever asked to install this team: every daemon may take it (the
   // execute command carries the definition and the manifests).
@@ -109,32 +109,71 @@ async function assign(
   return true;
 }
 
+/** Where a queued run can go, read before the transaction that sends it there. */
+export interface DispatchPlan {
+  leaseMs: number;
+  /** A run in a workspace: that workspace's daemon. */
+  workspace: { daemon_id: string; path: string } | null;
+  /** Otherwise the daemons to offer it to (none: it stays queued). */
+  daemons: string[];
+}
+
+export async function planDispatch(
+  hub: Hub,
+  run: Pick<RunsTable, 'realm_id' | 'team_id' | 'workspace_id'>,
+): Promise<DispatchPlan | null> {
+  const leaseMs = await leaseMsOf(hub);
+  if (run.workspace_id) {
+    const ws = await loadWorkspace(hub, run.workspace_id).catch(() => null);
+    return ws ? { leaseMs, workspace: { daemon_id: ws.daemon_id, path: ws.path }, daemons: [] } : null;
+  }
+  const daemons = await leastLoaded(hub, await eligibleDaemons(hub, run), hub.config.offerFanout);
+  return daemons.length ? { leaseMs, workspace: null, daemons } : null;
+}
+
 /**
- * Dispatches a `queued` run. Safe to call from several places at once (runs/new, a daemon
- * connecting, a resume, re-dispatch): the conditional move lets one of them win. A run with no
- * eligible daemon stays `queued`.
+ * At most `n` of the daemons, those holding the fewest runs first (ties in random order, so that
+ * equal daemons share the work): an offer goes to a few daemons, not to every one of a large realm.
+ */
+async function leastLoaded(hub: Hub, daemons: string[], n: number): Promise<string[]> {
+  if (daemons.length <= n) return daemons;
+  const held = await heldRunsPerDaemon(hub.db, daemons);
+  const keyed = daemons.map((id) => ({ id, load: held.get(id) ?? 0, tie: Math.random() }));
+  keyed.sort((a, b) => a.load - b.load || a.tie - b.tie);
+  return keyed.slice(0, n).map((d) => d.id);
+}
+
+/**
+ * Sends a `queued` run where the plan says, in the caller's transaction: assigned to its
+ * workspace's daemon, or offered. Nothing happens when the run moved meanwhile.
+ */
+export async function dispatchIn(tx: Tx, run: RunsTable, plan: DispatchPlan): Promise<void> {
+  if (plan.workspace) {
+    const { daemon_id, path } = plan.workspace;
+    await assign(tx, run, daemon_id, {
+      leaseMs: plan.leaseMs,
+      workspacePath: path,
+      historyType: 'run.assigned',
+    });
+    return;
+  }
+  const itemId = tx.hub.newId();
+  const payload = { run_id: run.run_id, team_id: run.team_id };
+  if (!(await transition(tx, run, 'offered', { set: { queue_item_id: itemId } }))) return;
+  await insertQueueItem(tx.db, { id: itemId, realm_id: run.realm_id, payload, created_at: tx.hub.now() });
+  for (const d of plan.daemons) await offer(tx, itemId, d, payload);
+}
+
+/**
+ * Dispatches a `queued` run. Safe to call from several places at once (a daemon connecting, a
+ * resume, re-dispatch): the conditional move lets one of them win. A run with no eligible daemon
+ * stays `queued`.
  */
 export async function dispatchRun(hub: Hub, runId: string): Promise<void> {
   const run = await loadRun(hub.db, runId);
   if (run?.state !== 'queued') return;
-  const leaseMs = await leaseMsOf(hub);
-  if (run.workspace_id) {
-    const ws = await loadWorkspace(hub, run.workspace_id).catch(() => null);
-    if (!ws) return;
-    await inTx(hub, (tx) =>
-      assign(tx, run, ws.daemon_id, { leaseMs, workspacePath: ws.path, historyType: 'run.assigned' }),
-    );
-    return;
-  }
-  const daemons = await eligibleDaemons(hub, run);
-  if (daemons.length === 0) return;
-  const itemId = hub.newId();
-  const payload = { run_id: run.run_id, team_id: run.team_id };
-  await inTx(hub, async (tx) => {
-    if (!(await transition(tx, run, 'offered', { set: { queue_item_id: itemId } }))) return;
-    await insertQueueItem(tx.db, { id: itemId, realm_id: run.realm_id, payload, created_at: hub.now() });
-    for (const d of daemons) await offer(tx, itemId, d, payload);
-  });
+  const plan = await planDispatch(hub, run);
+  if (plan) await inTx(hub, (tx) => dispatchIn(tx, run, plan));
 }
 
 function offer(tx: Tx, itemId: string, daemonId: string, payload: unknown): Promise<string> {

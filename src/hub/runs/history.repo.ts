@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
-import type { RunsTable } from '../../db/schema.js';
+import type { RunHistoryTable, RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
 import type { Hub } from '../context.js';
 import { recordEvent } from '../events/events.js';
@@ -73,13 +73,42 @@ export async function addHistory(
 }
 
 export async function listHistory(db: Kysely<DB>, runId: string): Promise<HistoryOut[]> {
+  return (await historyAfter(db, runId, '', null)).map((h) => h.entry);
+}
+
+/** The run's entries after the one with id `afterId` ('' for all), oldest first. */
+export async function historyAfter(
+  db: Kysely<DB>,
+  runId: string,
+  afterId: string,
+  limit: number | null,
+): Promise<{ id: string; entry: HistoryOut }[]> {
   const rows = await db
     .selectFrom('run_history')
     .selectAll()
     .where('run_id', '=', runId)
+    .$if(afterId !== '', (q) => q.where('id', '>', afterId))
     .orderBy('id')
+    .$if(limit !== null, (q) => q.limit(limit!))
     .execute();
-  return rows.map((r) => ({
+  return rows.map((r) => ({ id: r.id, entry: historyOut(r) }));
+}
+
+/** History entries of the realm's runs after `afterId`, oldest first: which runs changed. */
+export function realmChangesAfter(db: Kysely<DB>, realmId: string, afterId: string, limit: number) {
+  return db
+    .selectFrom('run_history as h')
+    .innerJoin('runs as r', 'r.run_id', 'h.run_id')
+    .select(['h.id', 'h.run_id'])
+    .where('r.realm_id', '=', realmId)
+    .where('h.id', '>', afterId)
+    .orderBy('h.id')
+    .limit(limit)
+    .execute();
+}
+
+function historyOut(r: RunHistoryTable): HistoryOut {
+  return {
     type: r.type,
     at: r.at,
     from_phase: r.from_phase,
@@ -88,5 +117,5 @@ export async function listHistory(db: Kysely<DB>, runId: string): Promise<Histor
     actor: json<Record<string, unknown>>(r.actor),
     state: r.state,
     data: json<Record<string, unknown>>(r.data),
-  }));
+  };
 }

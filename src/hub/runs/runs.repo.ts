@@ -22,6 +22,11 @@ export function loadRun(db: Kysely<DB>, runId: string): Promise<RunsTable | unde
   return db.selectFrom('runs').selectAll().where('run_id', '=', runId).executeTakeFirst();
 }
 
+export function loadRuns(db: Kysely<DB>, runIds: string[]): Promise<RunsTable[]> {
+  if (runIds.length === 0) return Promise.resolve([]);
+  return db.selectFrom('runs').selectAll().where('run_id', 'in', runIds).execute();
+}
+
 export function runOfQueueItem(db: Kysely<DB>, queueItemId: string) {
   return db.selectFrom('runs').selectAll().where('queue_item_id', '=', queueItemId).executeTakeFirst();
 }
@@ -38,20 +43,35 @@ export async function insertRunRow(db: Kysely<DB>, row: RunsTable): Promise<void
   await db.insertInto('runs').values(row).execute();
 }
 
-/** How many runs of this team (or agent) the realm has: the number in a default run name. */
-export async function countRunsOf(
-  db: Kysely<DB>,
-  realmId: string,
-  of: { teamId: string | null; agentId: string | null },
-): Promise<number> {
-  const n = await db
+/** States in which a daemon holds a run (works on it or is about to). */
+const HELD: readonly RunState[] = ['assigned', 'running', 'awaiting_input'];
+
+/** How many runs each of these daemons holds now (daemons holding none are absent). */
+export async function heldRunsPerDaemon(db: Kysely<DB>, daemonIds: string[]): Promise<Map<string, number>> {
+  const rows = await db
     .selectFrom('runs')
-    .select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .where('realm_id', '=', realmId)
-    .$if(of.teamId !== null, (q) => q.where('team_id', '=', of.teamId))
-    .$if(of.teamId === null, (q) => q.where('agent_id', '=', of.agentId))
+    .select((eb) => ['daemon_id', eb.fn.countAll<number | string>().as('n')])
+    .where('daemon_id', 'in', daemonIds)
+    .where('state', 'in', HELD)
+    .groupBy('daemon_id')
+    .execute();
+  return new Map(rows.map((r) => [r.daemon_id as string, Number(r.n)]));
+}
+
+/**
+ * The next number of a default run name for this team (or agent) in the realm, taken in the caller's
+ * transaction (one row per realm and subject; concurrent runs get distinct numbers).
+ */
+export async function nextRunNumber(db: Kysely<DB>, realmId: string, subjectId: string): Promise<number> {
+  const row = await db
+    .insertInto('run_numbers')
+    .values({ realm_id: realmId, subject_id: subjectId, last: 1 })
+    .onConflict((oc) =>
+      oc.columns(['realm_id', 'subject_id']).doUpdateSet((eb) => ({ last: eb('run_numbers.last', '+', 1) })),
+    )
+    .returning('last')
     .executeTakeFirstOrThrow();
-  return Number(n.n);
+  return Number(row.last);
 }
 
 /** Moves the row to `to` if it is still in `run.state` with `run.lease_epoch` (and the guard holds). */

@@ -23,11 +23,35 @@ export async function findSetting(db: Kysely<DB>, key: string): Promise<Settings
 }
 
 /**
+ * Settings read on hot paths (`runs.lease_ms` for every dispatch) are cached per database handle
+ * for at most CACHE_MS: a change made through this process is seen at once (put and delete clear the
+ * entry), one made through another hub process within CACHE_MS.
+ */
+const CACHE_MS = 1_000;
+const cache = new WeakMap<object, Map<string, { value: string | null; until: number }>>();
+
+/** One cache per database: a transaction shares its database's adapter. */
+function cacheOf(db: Kysely<DB>) {
+  const key = db.getExecutor().adapter;
+  const found = cache.get(key);
+  if (found) return found;
+  const made = new Map<string, { value: string | null; until: number }>();
+  cache.set(key, made);
+  return made;
+}
+
+/**
  * The value of a deployment-wide setting, or null when it is not set. For other features:
  * `mesh.enabled_adapters`, `notifications.allow_private_destinations`, `runs.lease_ms`…
  */
 export async function getSetting(hub: { db: Kysely<DB> }, key: string): Promise<string | null> {
-  return (await findSetting(hub.db, key))?.value ?? null;
+  const c = cacheOf(hub.db);
+  const now = Date.now();
+  const hit = c.get(key);
+  if (hit && hit.until > now) return hit.value;
+  const value = (await findSetting(hub.db, key))?.value ?? null;
+  c.set(key, { value, until: now + CACHE_MS });
+  return value;
 }
 
 export async function putSetting(db: Kysely<DB>, row: SettingsTable): Promise<void> {
@@ -38,6 +62,7 @@ export async function putSetting(db: Kysely<DB>, row: SettingsTable): Promise<vo
       oc.columns(['daemon_id', 'key']).doUpdateSet({ value: row.value, updated_at: row.updated_at }),
     )
     .execute();
+  cacheOf(db).delete(row.key);
 }
 
 export async function deleteSetting(db: Kysely<DB>, key: string): Promise<boolean> {
@@ -46,6 +71,7 @@ export async function deleteSetting(db: Kysely<DB>, key: string): Promise<boolea
     .where('daemon_id', '=', GLOBAL)
     .where('key', '=', key)
     .executeTakeFirst();
+  cacheOf(db).delete(key);
   return Number(res.numDeletedRows) > 0;
 }
 

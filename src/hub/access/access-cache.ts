@@ -1,0 +1,141 @@
+import {
+  AliasNode,
+  ColumnNode,
+  type KyselyPlugin,
+  type OperationNode,
+  type PluginTransformQueryArgs,
+  type PluginTransformResultArgs,
+  type QueryResult,
+  type RootOperationNode,
+  TableNode,
+  type UnknownRow,
+} from 'kysely';
+import type { OrgsTable, RealmsTable } from '../../db/schema.js';
+import type { OrgRole, RealmRole } from '../../shared/permissions.js';
+import type { Actor } from './actor.js';
+
+/**
+ * What every authenticated request asks before its own query: who holds this token, what is the
+ * realm (and its org), which role the user has there. Answers are kept for at most `ttlMs`.
+ *
+ * Invalidation sits beside the cache: the hub's database handle carries `watch`, which clears the
+ * whole cache after any write that can change an answer (a token or realm token revoked, a member
+ * added, removed or given another role, a group changed, an org or realm deleted, a site
+ * administrator named). A change made through this process is therefore seen by its next request;
+ * one made through another hub process, within `ttlMs` (one second: a revoked token, a removed member
+ * or a lowered role is refused by every process within a second). Such changes are rare, so clearing
+ * everything is cheaper than tracking which entries they touch.
+ */
+export interface AccessCache {
+  token(hash: string): Actor | undefined;
+  putToken(hash: string, actor: Actor): void;
+  realm(realmId: string): (RealmsTable & { org: OrgsTable }) | undefined;
+  putRealm(realm: RealmsTable & { org: OrgsTable }): void;
+  realmRole(userId: string, realmId: string): RealmRole | null | undefined;
+  putRealmRole(userId: string, realmId: string, role: RealmRole | null): void;
+  orgRole(userId: string, orgId: string): OrgRole | null | undefined;
+  putOrgRole(userId: string, orgId: string, role: OrgRole | null): void;
+  clear(): void;
+  /** Kysely plugin for the hub's database handle: clears the cache after writes that matter. */
+  readonly watch: KyselyPlugin;
+}
+
+export const ACCESS_CACHE_MS = 1_000;
+/** Entries per map; a full map starts again empty (a bound on memory, not an LRU). */
+const MAX_ENTRIES = 20_000;
+
+/**
+ * Tables whose writes can change an answer. For updates, only the columns named matter (a token's
+ * `last_used_at` or a daemon's `last_seen_at` change nothing); `null` means any update does.
+ */
+const WATCHED: Record<string, readonly string[] | null> = {
+  tokens: ['revoked_at', 'expires_at', 'token_hash', 'user_id'],
+  daemons: ['revoked_at', 'token_hash', 'realm_id'],
+  users: null,
+  orgs: null,
+  realms: null,
+  org_members: null,
+  realm_members: null,
+  groups: null,
+  group_members: null,
+};
+
+/** Entries expire by the wall clock (not the hub's injectable clock): the bound is real time. */
+export function createAccessCache(ttlMs: number = ACCESS_CACHE_MS): AccessCache {
+  const tokens = new Map<string, { value: Actor; until: number }>();
+  const realms = new Map<string, { value: RealmsTable & { org: OrgsTable }; until: number }>();
+  const realmRoles = new Map<string, { value: RealmRole | null; until: number }>();
+  const orgRoles = new Map<string, { value: OrgRole | null; until: number }>();
+  const maps = [tokens, realms, realmRoles, orgRoles];
+
+  function get<T>(map: Map<string, { value: T; until: number }>, key: string): T | undefined {
+    const hit = map.get(key);
+    if (!hit) return undefined;
+    if (hit.until > Date.now()) return hit.value;
+    map.delete(key);
+    return undefined;
+  }
+  function put<T>(map: Map<string, { value: T; until: number }>, key: string, value: T): void {
+    if (map.size >= MAX_ENTRIES) map.clear();
+    map.set(key, { value, until: Date.now() + ttlMs });
+  }
+  const clear = () => {
+    for (const m of maps) m.clear();
+  };
+  const writes = new WeakSet<object>();
+
+  return {
+    token: (hash) => get(tokens, hash),
+    putToken: (hash, actor) => put(tokens, hash, actor),
+    realm: (realmId) => get(realms, realmId),
+    putRealm: (realm) => put(realms, realm.id, realm),
+    realmRole: (userId, realmId) => get(realmRoles, `${userId} ${realmId}`),
+    putRealmRole: (userId, realmId, role) => put(realmRoles, `${userId} ${realmId}`, role),
+    orgRole: (userId, orgId) => get(orgRoles, `${userId} ${orgId}`),
+    putOrgRole: (userId, orgId, role) => put(orgRoles, `${userId} ${orgId}`, role),
+    clear,
+    watch: {
+      transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+        if (changesAccess(args.node)) {
+          writes.add(args.queryId);
+          clear();
+        }
+        return args.node;
+      },
+      async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+        // Cleared again once the write is done: a read that raced it may have cached the old answer.
+        if (writes.has(args.queryId)) clear();
+        return args.result;
+      },
+    },
+  };
+}
+
+/** Whether a query writes something that `WATCHED` says can change an access answer. */
+export function changesAccess(node: RootOperationNode): boolean {
+  switch (node.kind) {
+    case 'InsertQueryNode':
+      return tableName(node.into) in WATCHED;
+    case 'DeleteQueryNode':
+      return node.from.froms.some((f) => tableName(f) in WATCHED);
+    case 'UpdateQueryNode': {
+      const name = node.table ? tableName(node.table) : '';
+      if (!(name in WATCHED)) return false;
+      const columns = WATCHED[name];
+      if (columns === null || columns === undefined) return true;
+      return (node.updates ?? []).some((u) => columns.includes(columnName(u.column)));
+    }
+    default:
+      return false;
+  }
+}
+
+function tableName(node: OperationNode | undefined): string {
+  if (node && TableNode.is(node)) return node.table.identifier.name;
+  if (node && AliasNode.is(node)) return tableName(node.node);
+  return '';
+}
+
+function columnName(node: OperationNode): string {
+  return ColumnNode.is(node) ? node.column.name : '';
+}

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { after, before, describe, it } from 'node:test';
+import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
+import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
+import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
+import { buildWorld, type World } from '../../../test/helpers/world.js';
+
+describe('offers go to a few daemons, the least loaded first', () => {
+  let h: TestHub;
+  let w: World;
+  let realmId: string;
+  const daemons: { id: string; token: string; c: TunnelClient }[] = [];
+  before(async () => {
+    h = await startTestHub({ config: { offerFanout: 2 } });
+    w = await buildWorld(h);
+    await registerAgent(h, w.orgId, 'noop', 'noop.js');
+    await registerTeam(h, w.orgId, 'solo', [{ name: 'only', agent: 'noop' }]);
+    realmId = (await h.ok('realms/new', { org_id: w.orgId, name: 'fanout' })).data.id;
+    for (let i = 0; i < 4; i++) {
+      const dt = await h.ok('realms/create_daemon_token', { realm_id: realmId, name: `d${i}` });
+      const online = once(h.running.hub.tunnel.events, 'connected');
+      const c = await connectDaemon(h.url, dt.data.token);
+      await online;
+      daemons.push({ id: dt.data.daemon_id, token: dt.data.token, c });
+    }
+  });
+  after(async () => {
+    for (const d of daemons) {
+      const offline = once(h.running.hub.tunnel.events, 'disconnected');
+      await d.c.close();
+      await offline;
+    }
+    await h.close();
+  });
+
+  /** The daemons a run was offered to, and its queue item. */
+  async function offersOf(runId: string): Promise<{ item: string; to: string[] }> {
+    const run = await h.running.hub.db
+      .selectFrom('runs')
+      .select('queue_item_id')
+      .where('run_id', '=', runId)
+      .executeTakeFirstOrThrow();
+    const rows = await h.running.hub.db
+      .selectFrom('command_outbox')
+      .select(['daemon_id', 'body'])
+      .where('path', '=', 'offer_job')
+      .execute();
+    const to = rows
+      .filter((r) => (JSON.parse(r.body) as { queue_item_id: string }).queue_item_id === run.queue_item_id)
+      .map((r) => r.daemon_id);
+    return { item: run.queue_item_id!, to: to.sort() };
+  }
+
+  it('offers a run to offerFanout daemons, and the next one to daemons holding fewer runs', async () => {
+    const first = (await h.ok('runs/new', { realm_id: realmId, team: 'solo' })).data.run_id;
+    const a = await offersOf(first);
+    assert.equal(a.to.length, 2);
+    const winner = daemons.find((d) => d.id === a.to[0])!;
+    const won = await h.call('queue/claim', { queue_item_id: a.item, daemon_id: winner.id }, winner.token);
+    assert.equal(won.body.data.claimed, true);
+    // The winner now holds a run; the three others hold none: the next offer skips the winner.
+    const second = (await h.ok('runs/new', { realm_id: realmId, team: 'solo' })).data.run_id;
+    const b = await offersOf(second);
+    assert.equal(b.to.length, 2);
+    assert.ok(!b.to.includes(winner.id), `offered to ${b.to.join(', ')}; ${winner.id} holds a run`);
+  });
+});

@@ -1,0 +1,154 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { after, before, describe, it } from 'node:test';
+import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
+import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
+import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
+import { buildWorld, type World } from '../../../test/helpers/world.js';
+import { followEvents, type StreamEvent, StreamRefused } from '../../shared/api/event-stream.js';
+import type { OfferJobBody } from './dispatch.service.js';
+
+describe('live updates: run and realm event streams', () => {
+  let h: TestHub;
+  let w: World;
+  let d: TunnelClient;
+  before(async () => {
+    h = await startTestHub();
+    w = await buildWorld(h);
+    await registerAgent(h, w.orgId, 'noop', 'noop.js');
+    await registerTeam(h, w.orgId, 'solo', [{ name: 'only', agent: 'noop' }]);
+    const online = once(h.running.hub.tunnel.events, 'connected');
+    d = await connectDaemon(h.url, w.tokens.realm_token!);
+    await online;
+  });
+  after(async () => {
+    const offline = once(h.running.hub.tunnel.events, 'disconnected');
+    await d.close();
+    await offline;
+    await h.close();
+  });
+
+  /** Starts a run and plays its daemon: claimed, started; answers what the daemon calls with. */
+  async function startedRun() {
+    const runId: string = (
+      await h.ok('runs/new', { realm_id: w.realmId, team: 'solo' }, w.tokens.realm_member)
+    ).data.run_id;
+    const offer = await d.next('command', 15_000);
+    d.ack(offer.tx_id);
+    const { queue_item_id } = offer.body as OfferJobBody;
+    const won = await h.ok('queue/claim', { queue_item_id, daemon_id: w.daemonId }, w.tokens.realm_token);
+    const exec = await d.next('command', 15_000);
+    d.ack(exec.tx_id);
+    const epoch: number = won.data.run.lease_epoch;
+    const as = w.tokens.realm_token;
+    const report = (event: string, extra: Record<string, unknown> = {}) =>
+      h.ok('runs/report', { run_id: runId, lease_epoch: epoch, event, ...extra }, as);
+    const log = (...texts: string[]) =>
+      h.ok(
+        'runs/append_logs',
+        { run_id: runId, lease_epoch: epoch, lines: texts.map((text) => ({ stream: 'stdout', text })) },
+        as,
+      );
+    await report('started');
+    return { runId, report, log };
+  }
+
+  const runStream = (runId: string) => `${h.url}/v1/runs/${runId}/events`;
+
+  it('sends history, log lines and states, resumes after a drop without gaps or repeats, and ends with the run', async () => {
+    const { runId, report, log } = await startedRun();
+    await log('one', 'two');
+    const seen: StreamEvent[] = [];
+    // First connection: stop (as a dropped connection would) after the second log line.
+    let lastId = '';
+    await followEvents(runStream(runId), {
+      token: w.tokens.realm_member,
+      onEvent(e) {
+        seen.push(e);
+        lastId = e.id;
+        return e.event === 'log' && (e.data as { text: string }).text === 'two';
+      },
+    });
+    await log('three');
+    await report('phase.started', { phase: 'only' });
+    await report('phase.completed', { phase: 'only', outputs: {} });
+    await report('succeeded');
+    // Resumed from the last id: the rest, then the stream ends by itself after the final state.
+    await followEvents(runStream(runId), {
+      token: w.tokens.realm_member,
+      lastEventId: lastId,
+      onEvent(e) {
+        seen.push(e);
+        return false;
+      },
+    });
+    const logs = seen
+      .filter((e) => e.event === 'log')
+      .map((e) => (e.data as { seq: number; text: string }).text);
+    assert.deepEqual(logs, ['one', 'two', 'three']);
+    const history = seen.filter((e) => e.event === 'history').map((e) => (e.data as { type: string }).type);
+    const full = (await h.ok('runs/get_by_id', { run_id: runId, with_history: true })).data.history.map(
+      (x: { type: string }) => x.type,
+    );
+    assert.deepEqual(history, full);
+    const states = seen.filter((e) => e.event === 'state').map((e) => (e.data as { state: string }).state);
+    assert.equal(states.at(-1), 'succeeded');
+    assert.equal(seen.at(-1)?.event, 'state');
+  });
+
+  it('refuses with the hub error shape: no token, another org, unknown run, bad Last-Event-ID', async () => {
+    const { runId, report } = await startedRun();
+    const refused = async (url: string, token: string | null, lastEventId?: string) => {
+      const err = await followEvents(url, {
+        token,
+        ...(lastEventId ? { lastEventId } : {}),
+        onEvent: () => true,
+      }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof StreamRefused, String(err));
+      return [err.status, err.code];
+    };
+    assert.deepEqual(await refused(runStream(runId), null), [401, 'unauthorized']);
+    assert.deepEqual(await refused(runStream(runId), w.tokens.outsider), [403, 'forbidden']);
+    assert.deepEqual(
+      await refused(runStream('01a00000-0000-7000-8000-000000000000'), w.tokens.realm_member),
+      [404, 'not_found'],
+    );
+    assert.deepEqual(await refused(runStream(runId), w.tokens.realm_member, 'nonsense'), [
+      400,
+      'invalid_params',
+    ]);
+    assert.deepEqual(await refused(`${h.url}/v1/realms/${w.realmId}/events`, w.tokens.outsider), [
+      403,
+      'forbidden',
+    ]);
+    await report('succeeded');
+  });
+
+  it('a realm stream sends the state of every run of the realm that changes', async () => {
+    const states: { run_id: string; state: string }[] = [];
+    const controller = new AbortController();
+    let first!: Awaited<ReturnType<typeof startedRun>>;
+    let opened!: () => void;
+    const open = new Promise<void>((resolve) => (opened = resolve));
+    const following = followEvents(`${h.url}/v1/realms/${w.realmId}/events`, {
+      token: w.tokens.realm_member,
+      signal: controller.signal,
+      onOpen: () => opened(),
+      onEvent(e) {
+        states.push(e.data as { run_id: string; state: string });
+        return states.some((s) => s.run_id === first?.runId && s.state === 'succeeded');
+      },
+    });
+    // The stream is open once the hub answered its headers; a run started now is seen.
+    await open;
+    first = await startedRun();
+    await first.report('succeeded');
+    await following;
+    controller.abort();
+    const mine = states.filter((s) => s.run_id === first.runId).map((s) => s.state);
+    assert.equal(mine.at(-1), 'succeeded');
+  });
+});

@@ -1,0 +1,173 @@
+import type { ServerResponse } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { isTerminal } from '../../shared/api/run-states.js';
+import { AppError } from '../../shared/errors.js';
+import { requireRealm } from '../access/access.service.js';
+import { authenticate } from '../auth/authenticate.js';
+import type { Hub } from '../context.js';
+import { historyAfter, realmChangesAfter } from './history.repo.js';
+import { logLinesAfter } from './logs.repo.js';
+import { showRun, visibleRun } from './read.service.js';
+import { loadRun, loadRuns } from './runs.repo.js';
+
+/**
+ * Live updates as server-sent events (CONTRACT.md §14):
+ *   GET /v1/runs/<run_id>/events     — `state` (the Run), `history` (one entry), `log` (one line)
+ *   GET /v1/realms/<realm_id>/events — `state` of every run of the realm that changes
+ * Each stream reads the database (so a change made through any hub process appears) every
+ * POLL_MS while it is open, and sends only what is new. Event ids are cursors: a client that
+ * reconnects with `Last-Event-ID` gets what came after, without gaps or repeats.
+ */
+
+export const POLL_MS = 200;
+const KEEPALIVE_MS = 15_000;
+const BATCH = 500;
+const runParams = z.object({ run_id: z.string().min(1).max(100) });
+const realmParams = z.object({ realm_id: z.string().min(1).max(100) });
+
+/** A run stream's position: the last log line and history entry sent. */
+interface RunCursor {
+  log: number;
+  history: string;
+}
+const encodeRunCursor = (c: RunCursor) => `${c.log}.${c.history}`;
+function decodeRunCursor(id: string | undefined): RunCursor {
+  const m = id ? /^(\d{1,15})\.([0-9a-f-]{0,36})$/.exec(id) : null;
+  if (id && !m) throw new AppError('invalid_params', 'Last-Event-ID is not an event id of this stream');
+  return m ? { log: Number(m[1]), history: m[2]! } : { log: 0, history: '' };
+}
+
+export function registerRunStreams(app: FastifyInstance, hub: Hub): void {
+  // Streams that are open, ended when the hub closes.
+  const open = new Set<Stream>();
+  app.get('/v1/runs/:run_id/events', async (req, reply) => {
+    const { run_id } = parse(runParams, req.params);
+    const actor = await authenticate(hub, req.headers.authorization);
+    await visibleRun(hub, actor, run_id, 'runs.view');
+    let cursor = decodeRunCursor(lastEventId(req));
+    const s = start(reply, req, open);
+    let sent = '';
+    await s.loop(async () => {
+      const history = await historyAfter(hub.db, run_id, cursor.history, BATCH);
+      for (const h of history) {
+        cursor = { ...cursor, history: h.id };
+        s.event('history', encodeRunCursor(cursor), h.entry);
+      }
+      const logs = await logLinesAfter(hub.db, run_id, cursor.log, BATCH);
+      for (const l of logs) {
+        cursor = { ...cursor, log: l.seq };
+        s.event('log', encodeRunCursor(cursor), l);
+      }
+      const run = await loadRun(hub.db, run_id);
+      if (!run) return false;
+      const key = `${run.state}|${run.updated_at}|${run.current_phase}`;
+      if (key !== sent) {
+        sent = key;
+        s.event('state', encodeRunCursor(cursor), await showRun(hub, run, false));
+      }
+      const caughtUp = history.length <= BATCH && logs.length <= BATCH;
+      // The stream ends after the run's final state, once every line before it was sent.
+      return !(caughtUp && isTerminal(run.state));
+    });
+  });
+
+  app.get('/v1/realms/:realm_id/events', async (req, reply) => {
+    const { realm_id } = parse(realmParams, req.params);
+    const actor = await authenticate(hub, req.headers.authorization);
+    await requireRealm(hub, actor, realm_id, 'runs.view');
+    const given = lastEventId(req);
+    if (given !== undefined && !/^[0-9a-f-]{36}$/.test(given))
+      throw new AppError('invalid_params', 'Last-Event-ID is not an event id of this stream');
+    // Without Last-Event-ID: changes from now on (history ids are time-ordered).
+    let cursor = given ?? hub.newId();
+    const s = start(reply, req, open);
+    await s.loop(async () => {
+      const changes = await realmChangesAfter(hub.db, realm_id, cursor, BATCH);
+      if (changes.length === 0) return true;
+      const runs = new Map(
+        (await loadRuns(hub.db, [...new Set(changes.map((c) => c.run_id))])).map((r) => [r.run_id, r]),
+      );
+      // One state event per run, at its last change in this batch.
+      const last = new Map(changes.map((c) => [c.run_id, c.id]));
+      for (const c of changes) {
+        cursor = c.id;
+        const run = runs.get(c.run_id);
+        if (run && last.get(c.run_id) === c.id) s.event('state', c.id, await showRun(hub, run, false));
+      }
+      return true;
+    });
+  });
+
+  app.addHook('preClose', async () => {
+    for (const s of open) s.end();
+  });
+}
+
+function parse<T>(schema: z.ZodType<T>, params: unknown): T {
+  const r = schema.safeParse(params);
+  if (!r.success) throw new AppError('invalid_params', 'bad path parameter');
+  return r.data;
+}
+
+function lastEventId(req: FastifyRequest): string | undefined {
+  const h = req.headers['last-event-id'];
+  const v = Array.isArray(h) ? h[0] : h;
+  return v === undefined || v === '' ? undefined : v;
+}
+
+interface Stream {
+  event(type: string, id: string, data: unknown): void;
+  /** Calls `step` every POLL_MS until it answers false, the client goes or the hub closes. */
+  loop(step: () => Promise<boolean>): Promise<void>;
+  end(): void;
+}
+
+function start(reply: FastifyReply, req: FastifyRequest, open: Set<Stream>): Stream {
+  reply.hijack();
+  const res: ServerResponse = reply.raw;
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    'x-accel-buffering': 'no',
+    'x-content-type-options': 'nosniff',
+  });
+  res.write(`retry: 1000\n\n`);
+  let ended = false;
+  let wake: (() => void) | null = null;
+  const stream: Stream = {
+    event(type, id, data) {
+      if (!ended) res.write(`id: ${id}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+    },
+    async loop(step) {
+      let quietSince = Date.now();
+      try {
+        while (!ended) {
+          if (!(await step())) break;
+          if (Date.now() - quietSince >= KEEPALIVE_MS) {
+            res.write(': keep-alive\n\n');
+            quietSince = Date.now();
+          }
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+            setTimeout(resolve, POLL_MS).unref();
+          });
+        }
+      } catch (err) {
+        req.log.error({ err, url: req.url }, 'event stream failed');
+      } finally {
+        stream.end();
+      }
+    },
+    end() {
+      if (ended) return;
+      ended = true;
+      open.delete(stream);
+      wake?.();
+      res.end();
+    },
+  };
+  open.add(stream);
+  req.raw.on('close', () => stream.end());
+  return stream;
+}
