@@ -48,6 +48,7 @@ const HubEnv = z.object({
   SVC_OFFER_FANOUT: z.coerce.number().int().min(1).max(10_000).optional(),
   SVC_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).optional(),
   SVC_RETENTION_MS: z.coerce.number().int().min(1_000).max(86_400_000).optional(),
+  SVC_SCHEDULE_GRACE_MS: z.coerce.number().int().min(0).max(86_400_000).optional(),
 });
 
 /** Background timings set through the environment (ms); absent ones keep the hub's defaults. */
@@ -59,6 +60,7 @@ export interface HubTimings {
   runRedispatchMs?: number;
   shutdownGraceMs?: number;
   retentionMs?: number;
+  scheduleGraceMs?: number;
   /** Daemons a run is offered to at once (the least loaded). */
   offerFanout?: number;
 }
@@ -95,6 +97,7 @@ export function validateHubConfig(env: Record<string, string | undefined>): {
     ...(e.SVC_REDISPATCH_MS !== undefined ? { runRedispatchMs: e.SVC_REDISPATCH_MS } : {}),
     ...(e.SVC_SHUTDOWN_GRACE_MS !== undefined ? { shutdownGraceMs: e.SVC_SHUTDOWN_GRACE_MS } : {}),
     ...(e.SVC_RETENTION_MS !== undefined ? { retentionMs: e.SVC_RETENTION_MS } : {}),
+    ...(e.SVC_SCHEDULE_GRACE_MS !== undefined ? { scheduleGraceMs: e.SVC_SCHEDULE_GRACE_MS } : {}),
     ...(e.SVC_OFFER_FANOUT !== undefined ? { offerFanout: e.SVC_OFFER_FANOUT } : {}),
   };
   // A process must miss several heartbeats before the others presume it dead.

@@ -17,8 +17,10 @@ import type {
   ReviewAction,
   ReviewState,
   Run,
+  Schedule,
   TeamInstall,
   TeamVersion,
+  Trigger,
   User,
   Workspace,
 } from './types.js';
@@ -78,6 +80,11 @@ export interface Ops {
     in: { channel_id: string; state?: Delivery['state'] } & Paging;
     out: Page<Delivery>;
   };
+  'schedules/list': { in: { realm_id: string } & Paging; out: Page<Schedule> };
+  'schedules/update': { in: { id: string; enabled?: boolean }; out: One<Schedule> };
+  'schedules/trigger': { in: { id: string }; out: One<Run> };
+  'triggers/list': { in: { realm_id: string } & Paging; out: Page<Trigger> };
+  'triggers/get': { in: { id: string }; out: One<Trigger> };
 }
 export type OpName = keyof Ops;
 

@@ -7,6 +7,7 @@ import { DaemonsPage } from './pages/daemons.js';
 import { ReviewsPage } from './pages/reviews.js';
 import { RunPage } from './pages/run.js';
 import { RunsPage } from './pages/runs.js';
+import { SchedulesPage } from './pages/schedules.js';
 import { SignInPage } from './pages/signin.js';
 import { formatRoute, NAV, parseRoute, type Route } from './router.js';
 import { ScopePicker, ScopeProvider } from './scope.js';
@@ -143,6 +144,8 @@ function Page({ route }: { route: Route }) {
       return <ReviewsPage all={route.all} />;
     case 'daemons':
       return <DaemonsPage />;
+    case 'schedules':
+      return <SchedulesPage />;
     case 'catalog':
       return <CatalogPage />;
     case 'channels':

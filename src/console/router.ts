@@ -8,6 +8,7 @@ export type Route =
   | { name: 'run'; id: string }
   | { name: 'reviews'; all: boolean }
   | { name: 'daemons' }
+  | { name: 'schedules' }
   | { name: 'catalog' }
   | { name: 'channels'; channel: string | null }
   | { name: 'notfound'; path: string };
@@ -15,6 +16,7 @@ export type Route =
 export const NAV: readonly { name: Route['name']; label: string; hash: string }[] = [
   { name: 'runs', label: 'Runs', hash: '#/runs' },
   { name: 'reviews', label: 'Reviews', hash: '#/reviews' },
+  { name: 'schedules', label: 'Schedules', hash: '#/schedules' },
   { name: 'daemons', label: 'Daemons', hash: '#/daemons' },
   { name: 'catalog', label: 'Catalog', hash: '#/catalog' },
   { name: 'channels', label: 'Channels', hash: '#/channels' },
@@ -39,6 +41,7 @@ export function parseRoute(hash: string): Route {
     case 'reviews':
       return second === undefined ? { name: 'reviews', all: params.get('all') === '1' } : notFound(path);
     case 'daemons':
+    case 'schedules':
     case 'catalog':
       return second === undefined ? { name: head } : notFound(path);
     case 'channels':
@@ -82,6 +85,7 @@ export function formatRoute(route: Route): string {
     case 'reviews':
       return `#/reviews${qs([['all', route.all && '1']])}`;
     case 'daemons':
+    case 'schedules':
     case 'catalog':
       return `#/${route.name}`;
     case 'channels':

@@ -208,3 +208,40 @@ export interface Delivery {
   created_at: number;
   completed_at: number | null;
 }
+
+/** A schedule (docs/api.md, "Schedules and triggers"). */
+export interface Schedule {
+  id: string;
+  realm_id: string;
+  team?: string;
+  team_id: string | null;
+  agent?: string;
+  agent_id: string | null;
+  cron: string;
+  timezone: string;
+  overlap: string;
+  catch_up: string;
+  enabled: boolean;
+  next_fire_at: number | null;
+  last_fired_at: number | null;
+  last_run_id: string | null;
+}
+
+export interface TriggerDelivery {
+  id: string;
+  received_at: number;
+  outcome: 'started' | 'repeated' | 'refused';
+  http_status: number;
+  error: string | null;
+  run_id: string | null;
+}
+
+export interface Trigger {
+  id: string;
+  name: string;
+  team?: string;
+  team_id: string | null;
+  agent?: string;
+  url: string;
+  recent_deliveries?: TriggerDelivery[];
+}

@@ -116,6 +116,13 @@ export interface HubConfig {
   retentionMs: number;
   /** Rows per retention batch (each batch is one short transaction). */
   retentionBatch: number;
+  /**
+   * A scheduled time the hub reaches within this long is on time; an older one was missed (the hub
+   * was down) and the schedule's catch_up decides whether it runs.
+   */
+  scheduleGraceMs: number;
+  /** The scheduler sleeps until the next due time, but never longer than this (changes made elsewhere). */
+  scheduleMaxSleepMs: number;
 }
 
 export const DEFAULT_HUB_CONFIG: HubConfig = {
@@ -149,4 +156,6 @@ export const DEFAULT_HUB_CONFIG: HubConfig = {
   notifyDisableAfter: 5,
   retentionMs: 5 * 60 * 1000,
   retentionBatch: 500,
+  scheduleGraceMs: 60_000,
+  scheduleMaxSleepMs: 1_000,
 };

@@ -12,8 +12,10 @@ import { orgOps } from './orgs/orgs.routes.js';
 import { realmOps } from './realms/realms.routes.js';
 import { reviewOps } from './reviews/reviews.routes.js';
 import { runOps } from './runs/runs.routes.js';
+import { scheduleOps } from './schedules/schedules.routes.js';
 import { secretOps } from './secrets/secrets.routes.js';
 import { settingOps } from './settings/settings.routes.js';
+import { triggerOps } from './triggers/triggers.routes.js';
 import { workspaceOps } from './workspaces/workspaces.routes.js';
 
 /** Every hub operation. A feature adds its list here. */
@@ -34,4 +36,6 @@ export const hubOps: Op[] = [
   ...installOps,
   ...workspaceOps,
   ...secretOps,
+  ...scheduleOps,
+  ...triggerOps,
 ];

@@ -30,9 +30,11 @@ import { startReviewExpiry } from './reviews/reviews.background.js';
 import { closeReviewsOfEndedRun } from './reviews/reviews.service.js';
 import { startRunsBackground } from './runs/runs.background.js';
 import { registerRunStreams } from './runs/runs.stream.js';
+import { startScheduler } from './schedules/schedules.background.js';
 import { createCipher } from './secrets/cipher.js';
 import { loadKeyRing } from './secrets/keys.js';
 import { resealAll } from './secrets/reseal.js';
+import { registerHooks } from './triggers/hooks.js';
 
 export interface StartHubOptions {
   databaseUrl: string;
@@ -151,6 +153,8 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     registerConsole(app, log);
     // Live updates of runs as server-sent events (src/hub/runs/runs.stream.ts).
     registerRunStreams(app, hub);
+    // Incoming webhooks of triggers (src/hub/triggers/): POST /v1/hooks/<id>, raw body, signed.
+    registerHooks(app, hub);
     // The daemon tunnel; Fastify's close runs the tunnel's close first (preClose hook).
     hub.tunnel.attach(app);
     try {
@@ -168,6 +172,8 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     // Retention (src/hub/retention/): old runs, logs, acknowledged commands and deliveries go.
     const retention = startRetention(hub, hub.config.retentionMs, hub.config.retentionBatch);
     metrics.push(() => retentionMetrics(retention.removed()));
+    // Schedules (src/hub/schedules/): fires each scheduled time once, sleeping until the next one.
+    const stopScheduler = startScheduler(hub);
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
     const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;
@@ -185,6 +191,7 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
           log,
           graceMs: hub.config.shutdownGraceMs,
           graceful: async () => {
+            await stopScheduler();
             await stopRuns();
             await stopReviews();
             await retention.stop();

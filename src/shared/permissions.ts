@@ -21,6 +21,9 @@ export const REALM_PERMISSIONS = {
   'rules.manage.realm': 'operator',
   'channels.manage.realm': 'operator',
   'teams.install': 'operator',
+  // Schedules and incoming-webhook triggers (CONTRACT.md §10): see them, or make and change them.
+  'schedules.view': 'member',
+  'schedules.manage': 'operator',
   'realms.members.manage': 'admin',
   'workspaces.manage': 'admin',
   'daemons.manage': 'admin',

@@ -32,6 +32,8 @@ const FOUNDATION_AREAS = [
   'notifications/',
   'reviews/',
   'secrets/',
+  'schedules/',
+  'triggers/',
 ];
 
 const USERS: Actor[] = [
@@ -171,6 +173,14 @@ describe('authorization matrix', () => {
         channel_ids: [await freshChannel(scope)],
       })
     ).data.id as string;
+
+  // Schedules and triggers: fresh ones, made by the site administrator (a yearly time never fires here).
+  const freshSchedule = async () =>
+    (await h.ok('schedules/new', { realm_id: w.realmId, team: 'matrix-team', cron: '0 0 1 1 *' })).data
+      .id as string;
+  const freshTrigger = async () =>
+    (await h.ok('triggers/new', { realm_id: w.realmId, name: `tr-${uniq()}`, team: 'matrix-team' })).data
+      .id as string;
 
   const rows: Row[] = [
     { op: 'auth/whoami', allowed: [...USERS, 'realm_token'], body: () => ({}) },
@@ -544,6 +554,41 @@ describe('authorization matrix', () => {
       }),
     },
   ];
+
+  rows.push(
+    {
+      op: 'schedules/new',
+      allowed: REALM_OPERATORS,
+      body: () => ({ realm_id: w.realmId, team: 'matrix-team', cron: '0 0 1 1 *' }),
+    },
+    { op: 'schedules/list', allowed: REALM_MEMBERS, body: () => ({ realm_id: w.realmId }) },
+    { op: 'schedules/get', allowed: REALM_MEMBERS, body: async () => ({ id: await freshSchedule() }) },
+    {
+      op: 'schedules/update',
+      allowed: REALM_OPERATORS,
+      body: async () => ({ id: await freshSchedule(), enabled: false }),
+    },
+    { op: 'schedules/remove', allowed: REALM_OPERATORS, body: async () => ({ id: await freshSchedule() }) },
+    { op: 'schedules/trigger', allowed: REALM_OPERATORS, body: async () => ({ id: await freshSchedule() }) },
+    {
+      op: 'triggers/new',
+      allowed: REALM_OPERATORS,
+      body: () => ({ realm_id: w.realmId, name: `n-${uniq()}`, team: 'matrix-team' }),
+    },
+    { op: 'triggers/list', allowed: REALM_MEMBERS, body: () => ({ realm_id: w.realmId }) },
+    { op: 'triggers/get', allowed: REALM_MEMBERS, body: async () => ({ id: await freshTrigger() }) },
+    {
+      op: 'triggers/update',
+      allowed: REALM_OPERATORS,
+      body: async () => ({ id: await freshTrigger(), name: `u-${uniq()}` }),
+    },
+    { op: 'triggers/remove', allowed: REALM_OPERATORS, body: async () => ({ id: await freshTrigger() }) },
+    {
+      op: 'triggers/rotate_secret',
+      allowed: REALM_OPERATORS,
+      body: async () => ({ id: await freshTrigger() }),
+    },
+  );
 
   it('has a row for every foundation operation except the daemon tunnel’s', (t) => {
     const registered = hubOps.map((o) => o.name);

@@ -309,6 +309,20 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ url: 'https
     await admin.getByRole('cell', { name: 'writer' }).waitFor();
     await admin.getByRole('link', { name: 'Channels' }).click();
     await admin.getByRole('heading', { name: 'Notification channels' }).waitFor();
+
+    // Schedules: a schedule's "Run now" starts a run and the page links it; a trigger shows its URL.
+    await h.ok('schedules/new', {
+      realm_id: w.realmId,
+      team: 'essay',
+      cron: '0 0 1 1 *',
+      timezone: 'Europe/Paris',
+    });
+    const hook = (await h.ok('triggers/new', { realm_id: w.realmId, name: 'pushes', team: 'essay' })).data;
+    await admin.getByRole('link', { name: 'Schedules' }).click();
+    await admin.getByRole('cell', { name: '0 0 1 1 * Europe/Paris' }).waitFor();
+    await admin.getByRole('button', { name: 'Run now' }).click();
+    await admin.locator('table.schedules a[href^="#/runs/"]').waitFor();
+    await admin.getByText(hook.url).waitFor();
     await admin.close();
 
     assert.deepEqual(problems, [], 'no CSP violation, script error or failed file');

@@ -6,6 +6,7 @@ import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { CliError, usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 import { looksLikeId, resolveRealm } from '../resolve.js';
+import { parseInput } from '../run-target.js';
 
 interface RunRow {
   run_id: string;
@@ -33,18 +34,6 @@ interface LogLine {
   stream: string;
   phase: string | null;
   text: string;
-}
-
-/** `k=v` → inputs.k; the value is JSON when it parses (`n=3`, `files=["a","b"]`), else the string. */
-export function parseInput(pair: string, acc: Record<string, unknown> = {}): Record<string, unknown> {
-  const eq = pair.indexOf('=');
-  if (eq < 1) throw usageError(`--input ${pair}: expected KEY=VALUE`);
-  const raw = pair.slice(eq + 1);
-  let value: unknown = raw;
-  try {
-    value = JSON.parse(raw);
-  } catch {}
-  return { ...acc, [pair.slice(0, eq)]: value };
 }
 
 async function workspaceId(
@@ -139,6 +128,10 @@ export default defineCommand({
       .option('--input <key=value>', 'an input (repeatable; JSON values are parsed)', parseInput, {})
       .option('--name <name>', 'run name (default: <team>-<counter>)')
       .option('--external-id <id>', 'your own reference for the run')
+      .option(
+        '--idempotency-key <key>',
+        'a repeat with the same key in the realm within 24 h answers the first run instead of starting another',
+      )
       .option('--watch', 'follow the run until it ends (exit code 0 only when it succeeds)')
       .action(
         async (
@@ -151,6 +144,7 @@ export default defineCommand({
             input: Record<string, unknown>;
             name?: string;
             externalId?: string;
+            idempotencyKey?: string;
             watch?: boolean;
           },
           c,
@@ -166,6 +160,7 @@ export default defineCommand({
           else body.realm_id = await resolveRealm(s.client, opts.realm ?? 'default', opts.org);
           if (opts.name) body.run_name = opts.name;
           if (opts.externalId) body.external_id = opts.externalId;
+          if (opts.idempotencyKey) body.idempotency_key = opts.idempotencyKey;
           const reply = await s.client.call<{ data: RunRow }>('runs/new', body);
           s.print(
             reply,

@@ -9,6 +9,7 @@ import * as m0007 from './0007_reviews.js';
 import * as m0008 from './0008_cluster.js';
 import * as m0009 from './0009_account_protection.js';
 import * as m0010 from './0010_workspace_status.js';
+import * as m0011 from './0011_schedules_triggers.js';
 import * as m0012 from './0012_secrets_retention.js';
 import * as m0013 from './0013_run_numbers.js';
 
@@ -24,6 +25,7 @@ export const migrations: Record<string, Migration> = {
   '0008_cluster': m0008,
   '0009_account_protection': m0009,
   '0010_workspace_status': m0010,
+  '0011_schedules_triggers': m0011,
   '0012_secrets_retention': m0012,
   '0013_run_numbers': m0013,
 };

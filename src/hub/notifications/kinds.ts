@@ -25,6 +25,10 @@ export const EVENT_KINDS = [
   'invite.accepted',
   'daemon.connected',
   'daemon.disconnected',
+  // A schedule's time came (or schedules/trigger): `status` started, skipped, waiting or failed.
+  'schedule.fired',
+  // An incoming webhook was accepted and started (or repeated) a run.
+  'trigger.received',
 ] as const;
 
 export type EventKind = (typeof EVENT_KINDS)[number];

@@ -1,3 +1,4 @@
+import type { RunsTable } from '../../db/schema.js';
 import { isTerminal } from '../../shared/api/run-states.js';
 import { AppError, conflict } from '../../shared/errors.js';
 import type { Actor } from '../access/actor.js';
@@ -16,9 +17,31 @@ import { liveChildren, updateRunRow } from './runs.repo.js';
 /** `runs/cancel`: at once when no daemon holds the run, else through the daemon (pending_control). */
 export async function cancelRun(hub: Hub, actor: Actor | null, runId: string, reason: string | null) {
   const { run, user } = await managedRun(hub, actor, runId, 'runs.manage');
-  const who = userActor(user.user);
+  await requestCancel(hub, run, { actor: userActor(user.user), user_id: user.user.id }, reason);
+  // Children still running are cancelled too.
+  for (const c of await liveChildren(hub.db, run.run_id)) {
+    try {
+      await cancelRun(hub, actor, c.run_id, reason);
+    } catch (err) {
+      if (!(err instanceof AppError && err.code === 'conflict')) throw err;
+    }
+  }
+  return showRunNow(hub, run.run_id);
+}
+
+/**
+ * Cancels one run for an authorised requester (a person, or a schedule replacing its previous run):
+ * at once when no daemon holds it, else through its daemon (pending_control).
+ */
+export async function requestCancel(
+  hub: Hub,
+  run: RunsTable,
+  by: { actor: Record<string, unknown>; user_id: string | null },
+  reason: string | null,
+): Promise<void> {
+  const who = by.actor;
   if (isTerminal(run.state)) throw conflict(`the run is already ${run.state}`, { state: run.state });
-  if (json<PendingControl>(run.pending_control)?.type === 'cancel') return showRun(hub, run, false);
+  if (json<PendingControl>(run.pending_control)?.type === 'cancel') return;
   const requested = { type: 'run.cancel_requested', phase: run.current_phase, actor: who, error: reason };
   await inTx(hub, async (tx) => {
     if (run.daemon_id === null) {
@@ -39,22 +62,13 @@ export async function cancelRun(hub: Hub, actor: Actor | null, runId: string, re
     const control: PendingControl = {
       type: 'cancel',
       tx_id: txId,
-      requested_by: user.user.id,
+      requested_by: by.user_id,
       requested_at: hub.now(),
     };
     const set = { pending_control: JSON.stringify(control), control_tx_id: txId, updated_at: hub.now() };
     if (!(await updateRunRow(tx.db, run, set))) throw conflict('the run changed meanwhile; try again');
     await addHistory(tx.db, hub, run, run.state, requested);
   });
-  // Children still running are cancelled too.
-  for (const c of await liveChildren(hub.db, run.run_id)) {
-    try {
-      await cancelRun(hub, actor, c.run_id, reason);
-    } catch (err) {
-      if (!(err instanceof AppError && err.code === 'conflict')) throw err;
-    }
-  }
-  return showRunNow(hub, run.run_id);
 }
 
 /** `runs/resume`: a failed, cancelled or lost run goes back to `queued` and continues from its current phase. */

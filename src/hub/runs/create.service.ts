@@ -16,7 +16,14 @@ import { dispatchIn, planDispatch, runDefinition } from './dispatch.service.js';
 import { addHistory } from './history.repo.js';
 import { heldRun } from './read.service.js';
 import { daemonActor, json, type RunOut, runOut, toJson, userActor } from './run.mapper.js';
-import { insertRunRow, loadRun, nextRunNumber, runOfChildKey } from './runs.repo.js';
+import {
+  insertIdempotencyKey,
+  insertRunRow,
+  loadRun,
+  nextRunNumber,
+  runOfChildKey,
+  runOfIdempotencyKey,
+} from './runs.repo.js';
 import { maxCallDepthOf } from './settings.js';
 
 /** New runs: `runs/new` (a person) and `runs/start_child` (a daemon, for a team phase). */
@@ -34,6 +41,29 @@ export interface NewRunInput {
   notify_channels?: unknown;
   external_id?: string | undefined;
   context_labels?: unknown;
+  /** A repeat with the same key in the realm within 24 h answers the first run (CONTRACT.md §10). */
+  idempotency_key?: string | undefined;
+}
+
+/** Who starts a run: a person, or a schedule or trigger a person made (its history actor). */
+export interface Starter {
+  user_id: string | null;
+  actor: Record<string, unknown>;
+}
+
+/**
+ * Written in the new run's transaction (a schedule's slot): false, or a unique violation there,
+ * means another process already started this run, and nothing is started.
+ */
+export type RunClaim = (db: Kysely<DB>, runId: string) => Promise<boolean>;
+
+/** Thrown inside the run's transaction to roll it back when its claim was taken. */
+const CLAIM_TAKEN = new Error('claim taken');
+
+/** A start's answer: the run, and whether it is new (201) or the first run of its key (200). */
+export interface Started {
+  run: RunOut;
+  created: boolean;
 }
 
 /** What a new run row needs besides its defaults. */
@@ -118,7 +148,7 @@ const issue = (field: string, message: string) => invalidParams([{ field, messag
 type Target = Pick<RunSeed, 'team_id' | 'team_version_id' | 'agent_id' | 'base_name' | 'execution_type'>;
 
 /** The team version (by id, name or name@version) or the agent a `runs/new` names, in the org. */
-async function resolveTarget(hub: Hub, orgId: string, input: NewRunInput): Promise<Target> {
+export async function resolveTarget(hub: Hub, orgId: string, input: NewRunInput): Promise<Target> {
   const executionType = input.execution_type ?? (input.agent !== undefined ? 'agent' : 'team');
   if (executionType === 'agent') {
     if (!input.agent) throw issue('agent', 'is required when execution_type is agent');
@@ -180,21 +210,15 @@ async function checkReviewers(
   return out;
 }
 
-/** `runs/new`: resolves the team or agent, the workspace and the reviewers, queues and dispatches. */
-export async function createRun(hub: Hub, actor: Actor | null, input: NewRunInput): Promise<RunOut> {
-  let workspace: { id: string; daemon_id: string; realm_id: string; path: string } | undefined;
-  if (input.workspace_id) {
-    workspace = await loadWorkspace(hub, input.workspace_id);
-    if (input.realm_id && input.realm_id !== workspace.realm_id) {
-      throw issue('realm_id', 'is not the realm of the workspace');
-    }
+/** `runs/new`: the caller needs runs.create in the realm (the workspace's, or `realm_id`). */
+export async function createRun(hub: Hub, actor: Actor | null, input: NewRunInput): Promise<Started> {
+  const workspace = input.workspace_id ? await loadWorkspace(hub, input.workspace_id) : undefined;
+  if (workspace && input.realm_id && input.realm_id !== workspace.realm_id) {
+    throw issue('realm_id', 'is not the realm of the workspace');
   }
   const realmId = workspace?.realm_id ?? input.realm_id;
   if (!realmId) throw issue('realm_id', 'is required when no workspace_id is given');
   const { realm, actor: user } = await requireRealm(hub, actor, realmId, 'runs.create');
-  if (workspace) await requireReadyWorkspace(hub, workspace.id);
-  const target = await resolveTarget(hub, realm.org_id, input);
-  const reviewers = input.reviewers ? await checkReviewers(hub, realm, target, input.reviewers) : null;
   const notify = Array.isArray(input.notify_channels) ? (input.notify_channels as string[]) : [];
   if (notify.length) {
     const scope = { realmId: realm.id, orgId: realm.org_id, userId: user.user.id };
@@ -202,6 +226,38 @@ export async function createRun(hub: Hub, actor: Actor | null, input: NewRunInpu
     if (bad.length)
       throw issue('notify_channels', `not channels you may use in this realm: ${bad.join(', ')}`);
   }
+  const started = await startRun(hub, realm, { user_id: user.user.id, actor: userActor(user.user) }, input);
+  return started!;
+}
+
+/**
+ * Starts a run in `realm` for an authorised starter (`runs/new`, a schedule, a trigger): resolves
+ * the team or agent, the workspace and the reviewers, queues and dispatches. With an
+ * `idempotency_key`, a repeat answers the first run. With a `claim`, null when another process
+ * already took it.
+ */
+export async function startRun(
+  hub: Hub,
+  realm: { id: string; org_id: string },
+  by: Starter,
+  input: NewRunInput,
+  claim?: RunClaim,
+): Promise<Started | null> {
+  let workspace: { id: string; daemon_id: string; realm_id: string; path: string } | undefined;
+  if (input.workspace_id) {
+    workspace = await loadWorkspace(hub, input.workspace_id);
+    if (workspace.realm_id !== realm.id) throw issue('realm_id', 'is not the realm of the workspace');
+  }
+  const key = input.idempotency_key;
+  const first = async () => {
+    const run = key ? await runOfIdempotencyKey(hub.db, realm.id, key, hub.now()) : undefined;
+    return run ? { run: runOut(run, false, hub.now()), created: false } : null;
+  };
+  const repeat = await first();
+  if (repeat) return repeat;
+  if (workspace) await requireReadyWorkspace(hub, workspace.id);
+  const target = await resolveTarget(hub, realm.org_id, input);
+  const reviewers = input.reviewers ? await checkReviewers(hub, realm, target, input.reviewers) : null;
   const seed: RunSeed = {
     ...target,
     org_id: realm.org_id,
@@ -220,16 +276,36 @@ export async function createRun(hub: Hub, actor: Actor | null, input: NewRunInpu
     call_path: null,
     call_depth: 0,
     iteration_key: null,
-    created_by_user_id: user.user.id,
+    created_by_user_id: by.user_id,
   };
   // The run is written and sent where it goes in one transaction; the reply shows it as created.
   const plan = await planDispatch(hub, seed);
-  const row = await inTx(hub, async (tx) => {
-    const inserted = await insertRun(tx.db, hub, seed, userActor(user.user));
-    if (plan) await dispatchIn(tx, inserted, plan);
-    return inserted;
-  });
-  return runOut(row, false, hub.now());
+  let row: RunsTable;
+  try {
+    row = await inTx(hub, async (tx) => {
+      const inserted = await insertRun(tx.db, hub, seed, by.actor);
+      if (key) {
+        await insertIdempotencyKey(tx.db, {
+          realm_id: realm.id,
+          key,
+          run_id: inserted.run_id,
+          created_at: hub.now(),
+        });
+      }
+      if (claim && !(await claim(tx.db, inserted.run_id))) throw CLAIM_TAKEN;
+      if (plan) await dispatchIn(tx, inserted, plan);
+      return inserted;
+    });
+  } catch (err) {
+    if (err === CLAIM_TAKEN) return null;
+    if (!isUniqueViolation(err)) throw err;
+    // A concurrent start with the same key committed first: its run is the answer.
+    const raced = await first();
+    if (raced) return raced;
+    if (claim) return null;
+    throw err;
+  }
+  return { run: runOut(row, false, hub.now()), created: true };
 }
 
 /**

@@ -287,3 +287,43 @@ export function openOffersInRealm(db: Kysely<DB>, realmId: string, limit: number
     .limit(limit)
     .execute();
 }
+
+/** Idempotent starts (CONTRACT.md §10): a key is kept this long. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The run first started with `key` in the realm, if the key is still kept. A key older than
+ * IDEMPOTENCY_TTL_MS is released (deleted only as it was read, so a concurrent new start wins once).
+ */
+export async function runOfIdempotencyKey(
+  db: Kysely<DB>,
+  realmId: string,
+  key: string,
+  now: number,
+): Promise<RunsTable | undefined> {
+  const k = await db
+    .selectFrom('run_idempotency_keys')
+    .selectAll()
+    .where('realm_id', '=', realmId)
+    .where('key', '=', key)
+    .executeTakeFirst();
+  if (!k) return undefined;
+  if (k.created_at < now - IDEMPOTENCY_TTL_MS) {
+    await db
+      .deleteFrom('run_idempotency_keys')
+      .where('realm_id', '=', realmId)
+      .where('key', '=', key)
+      .where('created_at', '=', k.created_at)
+      .execute();
+    return undefined;
+  }
+  return loadRun(db, k.run_id);
+}
+
+/** Binds `key` to the run in the run's own transaction: a concurrent repeat fails on the primary key. */
+export async function insertIdempotencyKey(
+  db: Kysely<DB>,
+  row: { realm_id: string; key: string; run_id: string; created_at: number },
+): Promise<void> {
+  await db.insertInto('run_idempotency_keys').values(row).execute();
+}

@@ -32,15 +32,16 @@ export const runOps = [
         .union([z.record(z.string(), z.unknown()), z.array(z.string())])
         .nullable()
         .optional(),
+      idempotency_key: z.string().min(1).max(200).optional(),
     }),
     async handler(ctx, input) {
-      ctx.status(201);
-      return {
-        data: await createRun(ctx, ctx.actor, {
-          ...input,
-          external_id: input.external_id ?? undefined,
-        }),
-      };
+      const { run, created } = await createRun(ctx, ctx.actor, {
+        ...input,
+        external_id: input.external_id ?? undefined,
+      });
+      // A repeat of an idempotency_key answers the first run with 200 (CONTRACT.md §10).
+      ctx.status(created ? 201 : 200);
+      return { data: run };
     },
   }),
   op({

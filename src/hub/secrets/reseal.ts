@@ -8,6 +8,7 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
   { table: 'secrets', key: 'id', column: 'value' },
   { table: 'hub_keys', key: 'id', column: 'private_jwk' },
   { table: 'notification_channels', key: 'id', column: 'secret' },
+  { table: 'triggers', key: 'id', column: 'secret' },
 ];
 
 const BATCH = 200;

@@ -4,7 +4,7 @@ import type { SecretsTable } from '../../db/schema.js';
 
 /** A text column holding sealed values, and its table's key column. */
 export interface SealedColumn {
-  table: 'secrets' | 'hub_keys' | 'notification_channels';
+  table: 'secrets' | 'hub_keys' | 'notification_channels' | 'triggers';
   key: 'id';
   column: 'value' | 'private_jwk' | 'secret';
 }
