@@ -330,7 +330,7 @@ export interface RunLogsTable {
   run_id: string;
   seq: number;
   at: number;
-  stream: string;
+  stream: 'stdout' | 'stderr' | 'system';
   phase: string | null;
   text: string;
 }
@@ -356,7 +356,7 @@ export interface ReviewsTable {
   closed_at: number | null;
   /** The user who closed it (null: the system, an expiry or the run's end). */
   closed_by: string | null;
-  verdict_action: string | null;
+  verdict_action: 'approve' | 'reject' | 'request_changes' | 'expired' | null;
   verdict_comment: string | null;
 }
 
@@ -364,7 +364,7 @@ export interface ReviewsTable {
 export interface ReviewSubmissionsTable {
   id: string;
   review_id: string;
-  action: string;
+  action: 'approve' | 'reject' | 'request_changes' | 'comment';
   comment: string | null;
   actor_id: string | null;
   actor_handle: string | null;

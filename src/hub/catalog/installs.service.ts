@@ -110,7 +110,7 @@ export function installOut(r: TeamInstallsTable) {
     status: r.status,
     pending: r.pending_action,
     tx_id: r.pending_tx_id,
-    error: r.last_error === null ? null : (JSON.parse(r.last_error) as unknown),
+    error: r.last_error === null ? null : (JSON.parse(r.last_error) as { code: string; message: string }),
     installed_at: r.installed_at,
     uninstalled_at: r.uninstalled_at,
     updated_at: r.updated_at,

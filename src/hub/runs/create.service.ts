@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { type DB, isUniqueViolation } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
+import type { Actor as HistoryActor, Run } from '../../shared/api/runs.js';
 import { AppError, conflict, invalidParams, notFound } from '../../shared/errors.js';
 import type { StartChildBody } from '../../shared/protocol.js';
 import { countsAsRealmMember, requireRealm } from '../access/access.service.js';
@@ -14,7 +15,7 @@ import { loadWorkspace, requireReadyWorkspace } from '../workspaces/workspaces.r
 import { dispatchRun, runDefinition } from './dispatch.service.js';
 import { addHistory } from './history.repo.js';
 import { heldRun } from './read.service.js';
-import { daemonActor, json, type RunOut, runOut, toJson, userActor } from './run.mapper.js';
+import { daemonActor, json, runOut, toJson, userActor } from './run.mapper.js';
 import { countRunsOf, insertRunRow, loadRun, runOfChildKey } from './runs.repo.js';
 import { maxCallDepthOf } from './settings.js';
 
@@ -69,7 +70,7 @@ export async function insertRun(
   db: Kysely<DB>,
   hub: Hub,
   seed: RunSeed,
-  actor: Record<string, unknown>,
+  actor: HistoryActor,
 ): Promise<RunsTable> {
   const now = hub.now();
   const runName =
@@ -179,7 +180,7 @@ async function checkReviewers(
 }
 
 /** `runs/new`: resolves the team or agent, the workspace and the reviewers, queues and dispatches. */
-export async function createRun(hub: Hub, actor: Actor | null, input: NewRunInput): Promise<RunOut> {
+export async function createRun(hub: Hub, actor: Actor | null, input: NewRunInput): Promise<Run> {
   let workspace: { id: string; daemon_id: string; realm_id: string; path: string } | undefined;
   if (input.workspace_id) {
     workspace = await loadWorkspace(hub, input.workspace_id);
