@@ -109,7 +109,9 @@ export const REPLIES = {
 
 export type OpName = keyof typeof REPLIES;
 /** The success reply of an operation, `ok: true` included. */
-export type Reply<K extends OpName> = { ok: true } & z.output<(typeof REPLIES)[K]>;
+export type Reply<K extends OpName> = { ok: true } & Fields<z.output<(typeof REPLIES)[K]>>;
+/** An empty reply body (`{}`) is typed as an index of `never`; beside `ok` it adds nothing. */
+type Fields<T> = string extends keyof T ? Record<never, never> : T;
 
 /** The named shapes, for the `components.schemas` of the OpenAPI document. */
 export const COMPONENTS = {
