@@ -56,6 +56,7 @@ describe('the API module, the OpenAPI replies and the typed client', () => {
           "import type { operations } from './hub.js';",
           `import type { OpName, Reply } from ${api('operations.js')};`,
           `import type { HubErrorReply } from ${api('envelope.js')};`,
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: TypeScript source for tsc
           'type Id<K extends string> = K extends `${infer A}/${infer B}` ? `${A}_${Id<B>}` : K;',
           'type Op<K extends OpName> = operations[Id<K> & keyof operations];',
           "type Gen<K extends OpName> = Op<K>['responses'][200]['content']['application/json'];",
