@@ -1,38 +1,13 @@
 import type { Command } from 'commander';
+import type { Request } from '../../shared/api/client.js';
+import type { RunState } from '../../shared/api/run-states.js';
 import { isTerminal } from '../../shared/api/run-states.js';
-import type { HubClient, Page } from '../client.js';
+import type { Run } from '../../shared/api/runs.js';
+import type { HubClient } from '../client.js';
 import { defineCommand, pageArgs, positiveInt, session, withPaging } from '../command.js';
 import { CliError, usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 import { looksLikeId, resolveRealm } from '../resolve.js';
-
-interface RunRow {
-  run_id: string;
-  run_name: string;
-  state: string;
-  team_id: string | null;
-  team_version_id: string | null;
-  realm_id: string;
-  workspace_id: string | null;
-  daemon_id: string | null;
-  current_phase: string | null;
-  error: string | null;
-  call_depth: number;
-  parent_run_id: string | null;
-  started_at: number;
-  completed_at: number | null;
-  pending_control: { type: string } | null;
-  force_terminate: { eligible: boolean; blocker: string | null; trigger: string | null };
-  outputs: Record<string, unknown>;
-  history?: { type: string; at: number; phase: string | null; error: string | null; actor: unknown }[];
-}
-interface LogLine {
-  seq: number;
-  at: number;
-  stream: string;
-  phase: string | null;
-  text: string;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -56,16 +31,13 @@ async function workspaceId(
 ) {
   if (looksLikeId(ref)) return ref;
   const realmId = await resolveRealm(client, realm ?? 'default', org);
-  const page = await client.call<Page<{ id: string; name: string; path: string }>>('workspaces/list', {
-    realm_id: realmId,
-    limit: 500,
-  });
+  const page = await client.api.call('workspaces/list', { realm_id: realmId, limit: 500 });
   const hit = page.data.find((w) => w.name === ref || w.path === ref);
   if (!hit) throw new CliError(`no workspace "${ref}" in that realm`);
   return hit.id;
 }
 
-function runRecord(r: RunRow): string {
+function runRecord(r: Run): string {
   return formatRecord([
     ['id', r.run_id],
     ['name', r.run_name],
@@ -96,7 +68,7 @@ async function watch(client: HubClient, runId: string, out: (s: string) => void,
   const spinner = ['|', '/', '-', '\\'];
   let tick = 0;
   for (;;) {
-    const r = (await client.call<{ data: RunRow }>('runs/get_by_id', { run_id: runId })).data;
+    const r = (await client.api.call('runs/get_by_id', { run_id: runId })).data;
     const line = `${r.run_name}: ${r.state}${r.current_phase ? ` · phase ${r.current_phase}` : ''}${
       r.pending_control ? ` · ${r.pending_control.type} pending` : ''
     }`;
@@ -141,7 +113,7 @@ export default defineCommand({
         ) => {
           if (!team === !opts.agent) throw usageError('give a team, or --agent');
           const s = session(ctx, c);
-          const body: Record<string, unknown> = { inputs: opts.input };
+          const body: Request<'runs/new'> = { inputs: opts.input };
           if (opts.agent) Object.assign(body, { agent: opts.agent, execution_type: 'agent' });
           else if (looksLikeId(team!)) body.team_id = team;
           else body.team = team;
@@ -150,7 +122,7 @@ export default defineCommand({
           else body.realm_id = await resolveRealm(s.client, opts.realm ?? 'default', opts.org);
           if (opts.name) body.run_name = opts.name;
           if (opts.externalId) body.external_id = opts.externalId;
-          const reply = await s.client.call<{ data: RunRow }>('runs/new', body);
+          const reply = await s.client.api.call('runs/new', body);
           s.print(
             reply,
             () => `Started run ${reply.data.run_name} (${reply.data.run_id}): ${reply.data.state}.\n`,
@@ -170,7 +142,7 @@ export default defineCommand({
       .option('--history', 'with its history')
       .action(async (runId: string, opts: { history?: boolean }, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: RunRow }>('runs/get_by_id', {
+        const reply = await s.client.api.call('runs/get_by_id', {
           run_id: runId,
           ...(opts.history ? { with_history: true } : {}),
         });
@@ -208,9 +180,9 @@ export default defineCommand({
       ) => {
         const s = session(ctx, c);
         const realmId = await resolveRealm(s.client, opts.realm ?? 'default', opts.org);
-        const reply = await s.client.call<Page<RunRow>>('runs/list', {
+        const reply = await s.client.api.call('runs/list', {
           realm_id: realmId,
-          ...(opts.state ? { state: opts.state } : {}),
+          ...(opts.state ? { state: opts.state as RunState } : {}),
           ...(opts.team ? { team_id: opts.team } : {}),
           ...pageArgs(opts),
         });
@@ -256,12 +228,7 @@ export default defineCommand({
         const s = session(ctx, c);
         let after = opts.after ?? 0;
         for (;;) {
-          const reply = await s.client.call<{
-            data: LogLine[];
-            next_after: number;
-            has_more: boolean;
-            run_state: string;
-          }>('runs/logs', { run_id: runId, after });
+          const reply = await s.client.api.call('runs/logs', { run_id: runId, after });
           for (const l of reply.data) {
             ctx.stdout.write(
               s.json ? `${JSON.stringify(l)}\n` : `${l.phase ? `[${l.phase}] ` : ''}${l.text}\n`,
@@ -281,7 +248,7 @@ export default defineCommand({
       .option('--reason <text>', 'why')
       .action(async (runId: string, opts: { reason?: string }, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: RunRow }>('runs/cancel', {
+        const reply = await s.client.api.call('runs/cancel', {
           run_id: runId,
           ...(opts.reason ? { reason: opts.reason } : {}),
         });
@@ -298,7 +265,7 @@ export default defineCommand({
       .argument('<run>', 'run id')
       .action(async (runId: string, _opts: unknown, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: RunRow }>('runs/resume', { run_id: runId });
+        const reply = await s.client.api.call('runs/resume', { run_id: runId });
         s.print(reply, () => `Run ${reply.data.run_id} resumed: ${reply.data.state}.\n`);
       });
 
@@ -311,7 +278,7 @@ export default defineCommand({
       .requiredOption('--reason <text>', 'why (recorded)')
       .action(async (runId: string, opts: { reason: string }, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: RunRow }>('runs/force_terminate', {
+        const reply = await s.client.api.call('runs/force_terminate', {
           run_id: runId,
           reason: opts.reason,
         });

@@ -92,7 +92,7 @@ export function createClient(opts: ClientOptions): Client {
       if ((err as Error).name === 'AbortError') throw err;
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       const why = cause?.code ?? cause?.message ?? String(err);
-      throw new ApiError('network', `cannot reach ${base || 'the hub'} (${why})`, 0);
+      throw new ApiError('network', `cannot reach ${base || 'the hub'} (${why})`, 0, { cause: why });
     }
     const text = await res.text();
     let parsed: unknown;
