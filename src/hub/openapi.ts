@@ -1,17 +1,10 @@
 import { z } from 'zod';
 import { AccessErrorReply, ErrorReply } from '../shared/api/envelope.js';
-import { COMPONENTS, REPLIES } from '../shared/api/operations.js';
+import { COMPONENTS, REPLIES, replyId } from '../shared/api/operations.js';
 import type { Op } from './http/op.js';
 
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 const json = (schema: unknown) => ({ 'application/json': { schema } });
-
-/** `runs/get_by_id` → `RunsGetByIdReply`: the component name of an operation's success reply. */
-export const replyId = (opName: string) =>
-  `${opName
-    .split(/[/_]/)
-    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
-    .join('')}Reply`;
 
 /**
  * The hub's OpenAPI 3.1 document: each operation's request body from its zod schema, its success

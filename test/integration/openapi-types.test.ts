@@ -9,8 +9,11 @@ import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { z } from 'zod';
 import { REQUESTS_FILE, requestTypesSource } from '../../scripts/api-types.js';
+import { daemonOpenApi } from '../../src/daemon/openapi.js';
+import { daemonRoutes } from '../../src/daemon/routes.js';
 import { hubOps } from '../../src/hub/ops.js';
 import { ApiError, type Client, createClient } from '../../src/shared/api/client.js';
+import { DAEMON_REPLIES } from '../../src/shared/api/daemon.js';
 import { HubErrorReply } from '../../src/shared/api/envelope.js';
 import { type OpName, REPLIES } from '../../src/shared/api/operations.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
@@ -38,22 +41,28 @@ describe('the API module, the OpenAPI replies and the typed client', () => {
   it('has a reply schema for every operation, and no schema for an operation that does not exist', () => {
     const names = hubOps.map((o) => o.name).sort();
     assert.deepEqual(Object.keys(REPLIES).sort(), names);
+    const paths = daemonRoutes.map((r) => r.path).sort();
+    assert.deepEqual(Object.keys(DAEMON_REPLIES).sort(), paths);
   });
 
   it('keeps the generated request types current (npm run gen:api)', async () => {
     assert.equal(readFileSync(REQUESTS_FILE, 'utf8'), await requestTypesSource());
   });
 
-  it("gives openapi-typescript reply types equal to the API module's, for every operation", async () => {
+  it("gives openapi-typescript reply types equal to the API module's, for every operation of both APIs", async () => {
     const doc = (await (await fetch(`${h.url}/openapi.json`)).json()) as Record<string, unknown>;
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-openapi-'));
     try {
       writeFileSync(path.join(dir, 'hub.ts'), astToString(await openapiTS(doc as never)));
+      const daemonDoc = daemonOpenApi(daemonRoutes);
+      writeFileSync(path.join(dir, 'daemon.ts'), astToString(await openapiTS(daemonDoc as never)));
       const api = (f: string) => JSON.stringify(path.join(API, f));
       writeFileSync(
         path.join(dir, 'check.ts'),
         [
           "import type { operations } from './hub.js';",
+          "import type { operations as daemonOps } from './daemon.js';",
+          `import type { DaemonReply, DaemonRoutePath } from ${api('daemon.js')};`,
           `import type { OpName, Reply } from ${api('operations.js')};`,
           `import type { HubErrorReply } from ${api('envelope.js')};`,
           // biome-ignore lint/suspicious/noTemplateCurlyInString: TypeScript source for tsc
@@ -66,6 +75,10 @@ describe('the API module, the OpenAPI replies and the typed client', () => {
           'type ErrorsDiffer = { [K in OpName]: Same<GenError<K>, HubErrorReply> extends true ? never : K }[OpName];',
           'export const replies: [Differ] extends [never] ? true : Differ = true;',
           'export const errors: [ErrorsDiffer] extends [never] ? true : ErrorsDiffer = true;',
+          'type DOp<P extends DaemonRoutePath> = daemonOps[Id<P> & keyof daemonOps];',
+          "type DGen<P extends DaemonRoutePath> = DOp<P>['responses'][200]['content']['application/json'];",
+          'type DDiffer = { [P in DaemonRoutePath]: Same<DGen<P>, { ok: true; data: DaemonReply<P> }> extends true ? never : P }[DaemonRoutePath];',
+          'export const daemonReplies: [DDiffer] extends [never] ? true : DDiffer = true;',
           '',
         ].join('\n'),
       );

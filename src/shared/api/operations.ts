@@ -138,3 +138,10 @@ export const COMPONENTS = {
   Realm: a.Realm,
   RealmMember: a.RealmMember,
 } as const;
+
+/** `runs/get_by_id` → `RunsGetByIdReply`: the OpenAPI component name of an operation's success reply. */
+export const replyId = (opName: string) =>
+  `${opName
+    .split(/[/_]/)
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('')}Reply`;
