@@ -1,38 +1,12 @@
 import type { Command } from 'commander';
+import type { Channel as ApiChannel, Delivery } from '../../shared/api/notifications.js';
 import type { Page } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 import { resolveOrg, resolveRealm } from '../resolve.js';
 
-interface Channel {
-  id: string;
-  realm_id: string | null;
-  org_id: string | null;
-  user_id: string | null;
-  name: string;
-  destinations: { type: string; webhook_url: string }[];
-  enabled: boolean;
-  rule_count: number;
-  system_key: string | null;
-  locked: boolean;
-  lock_reason: string | null;
-  created_at: number;
-  updated_at: number;
-  secret?: string;
-}
-
-interface Delivery {
-  id: string;
-  event_type: string;
-  destination: { type: string; webhook_url: string };
-  state: string;
-  attempts: number;
-  last_status_code: number | null;
-  last_latency_ms: number | null;
-  last_error: string | null;
-  created_at: number;
-}
+type Channel = ApiChannel & { secret?: string };
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 

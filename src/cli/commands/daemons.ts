@@ -1,17 +1,11 @@
+import type { Daemon } from '../../shared/api/daemons.js';
 import type { HubClient, Page } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 import { looksLikeId, resolveDaemon, resolveRealm } from '../resolve.js';
 
-export interface DaemonRow {
-  id: string;
-  realm_id: string;
-  name: string;
-  status: string;
-  last_seen_at: number | null;
-  created_at: number;
-}
+export type DaemonRow = Daemon;
 
 /** A daemon id as given, or looked up by name in `--realm`. */
 async function daemonId(client: HubClient, ref: string, opts: { realm?: string; org?: string }) {

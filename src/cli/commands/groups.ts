@@ -1,15 +1,10 @@
+import type { Group } from '../../shared/api/access.js';
 import type { Page } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { col, time } from '../output.js';
 import { resolveGroup, resolveOrgOption, resolveUser } from '../resolve.js';
 
-interface GroupRow {
-  id: string;
-  org_id: string;
-  name: string;
-  created_at: number;
-  members?: { user_id: string; handle: string }[];
-}
+type GroupRow = Group;
 
 const ORG_HELP = 'organization id or slug (default: your only organization)';
 

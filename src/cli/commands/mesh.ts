@@ -1,13 +1,8 @@
+import type { MeshAdapter } from '../../shared/api/daemons.js';
 import { defineCommand, session } from '../command.js';
 import { col, formatTable } from '../output.js';
 
-interface Adapter {
-  id: string;
-  name: string;
-  description: string;
-  settings: { key: string; label: string; type: string; required: boolean }[];
-  enabled: boolean;
-}
+type Adapter = MeshAdapter;
 
 export default defineCommand({
   summary: 'Mesh network adapters: adapters',

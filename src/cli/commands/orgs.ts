@@ -1,25 +1,13 @@
+import type { Invite, OrgMember } from '../../shared/api/access.js';
 import type { Page } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 import { type OrgRow, resolveOrg, resolveUser } from '../resolve.js';
 
-export interface InviteOut {
-  invite_id: string;
-  org_id: string;
-  email: string;
-  role: string;
-  status: string;
-  expires_at: string;
-  email_sent: boolean;
-  code?: string;
-}
+export type InviteOut = Invite;
 
-interface MemberRow {
-  user: { id: string; handle: string; email: string; display_name: string; status: string };
-  role: string;
-  created_at: number;
-}
+type MemberRow = OrgMember;
 
 /** The lines that tell an inviter how the invitee accepts. */
 export function inviteText(inv: InviteOut): string {

@@ -1,17 +1,12 @@
 import type { Command } from 'commander';
+import type { RealmMember } from '../../shared/api/access.js';
 import { type HubClient, listAll, type Page } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 import { type RealmRow, realmOrg, resolveMember, resolveOrgOption, resolveRealm } from '../resolve.js';
 
-interface MemberRow {
-  realm_id: string;
-  member_type: string;
-  member_id: string;
-  role: string;
-  created_at: number;
-}
+type MemberRow = RealmMember;
 
 const MEMBER_TYPES = ['user', 'group', 'daemon'];
 const ROLES = ['member', 'operator', 'admin'];

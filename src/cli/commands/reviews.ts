@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { Review, ReviewDetail } from '../../shared/api/reviews.js';
 import type { Page } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import type { CliContext } from '../context.js';
@@ -6,31 +7,7 @@ import { usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 import { resolveRealm } from '../resolve.js';
 
-interface ReviewRow {
-  id: string;
-  run_id: string;
-  realm_id: string;
-  phase: string;
-  kind: string;
-  round: number;
-  summary: string;
-  state: string;
-  reviewers: string[] | null;
-  requested_at: number;
-  deadline_at: number | null;
-  closed_at: number | null;
-  closed_by: { user_id: string; handle: string | null } | null;
-  verdict: { action: string; comment: string | null } | null;
-  run_name: string;
-  team_name: string | null;
-  can_submit: boolean;
-  submissions?: {
-    action: string;
-    comment: string | null;
-    actor: { handle: string | null } | null;
-    created_at: number;
-  }[];
-}
+type ReviewRow = Review & Partial<Pick<ReviewDetail, 'submissions'>>;
 
 const ACTIONS = {
   approve: { action: 'approve', done: 'approved', what: 'Approve a review: the run goes on' },

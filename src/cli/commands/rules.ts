@@ -1,19 +1,9 @@
+import type { Rule } from '../../shared/api/notifications.js';
 import type { Page } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { usageError } from '../context.js';
 import { col, time } from '../output.js';
 import { resolveOrg, resolveRealm } from '../resolve.js';
-
-interface Rule {
-  id: string;
-  realm_id: string | null;
-  org_id: string | null;
-  event: string;
-  channel_ids: string[];
-  filter: { team_id?: string; state?: string } | null;
-  locked: boolean;
-  created_at: number;
-}
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 

@@ -1,13 +1,7 @@
+import type { Setting } from '../../shared/api/daemons.js';
 import type { Page } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { col, formatRecord, time } from '../output.js';
-
-interface Setting {
-  daemon_id: string;
-  key: string;
-  value: string;
-  updated_at: number;
-}
 
 export default defineCommand({
   summary: 'Deployment-wide settings: set, get, list, remove',

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { Token } from '../../shared/api/access.js';
 import { ApiError, createHubClient } from '../client.js';
 import { defineCommand, positiveInt, session } from '../command.js';
 import { type CliContext, CliError, readStdin, usageError } from '../context.js';
@@ -49,15 +50,7 @@ async function createLocal(ctx: CliContext, c: Command, opts: CreateOptions): Pr
   );
 }
 
-interface TokenRow {
-  id: string;
-  name: string;
-  kind: string;
-  hint: string;
-  created_at: number;
-  expires_at: number | null;
-  last_used_at: number | null;
-}
+type TokenRow = Token;
 
 export default defineCommand({
   summary: 'Personal access tokens: create, list, revoke',

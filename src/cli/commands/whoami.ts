@@ -1,18 +1,10 @@
+import type { User, WhoAmI } from '../../shared/api/access.js';
 import { defineCommand, session } from '../command.js';
 import { formatRecord } from '../output.js';
 
-export interface UserOut {
-  id: string;
-  handle: string;
-  email: string;
-  display_name: string;
-  status: string;
-  is_site_admin: boolean;
-}
+export type UserOut = User;
 
-export interface WhoamiReply {
-  data: { user: UserOut | null; daemon: { id: string; realm_id: string; name: string } | null };
-}
+export type WhoamiReply = { data: WhoAmI };
 
 export default defineCommand({
   summary: 'Show who the current token belongs to',

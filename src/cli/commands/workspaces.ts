@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { Workspace } from '../../shared/api/daemons.js';
 import { resolveCatalog, resolveDaemonRef } from '../catalog-refs.js';
 import type { Page } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
@@ -6,18 +7,7 @@ import { usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 import { looksLikeId, realmOrg, resolveRealm } from '../resolve.js';
 
-interface WorkspaceRow {
-  id: string;
-  daemon_id: string;
-  realm_id: string;
-  path: string;
-  name: string;
-  team_ids: string[];
-  status: 'pending' | 'ready' | 'failed';
-  error: { code: string; message: string } | null;
-  created_at: number;
-  updated_at: number;
-}
+type WorkspaceRow = Workspace;
 
 const DAEMON_HELP = 'daemon id, or name (in --realm, default "default")';
 const REALM_HELP = 'realm id or name (to find the daemon by name)';

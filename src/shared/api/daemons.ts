@@ -57,6 +57,7 @@ export const InstallChange = z.strictObject({
   tx_id: z.string().nullable(),
   install: TeamInstall.nullable(),
 });
+export type InstallChange = z.infer<typeof InstallChange>;
 
 export const Setting = z.strictObject({
   daemon_id: z.string(),
