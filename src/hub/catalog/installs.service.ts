@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { TeamInstallsTable, TeamVersionsTable } from '../../db/schema.js';
+import type { TeamInstall } from '../../shared/api/daemons.js';
 import type { AgentBundle, TeamInstallCommand, TeamVersionBundle } from '../../shared/protocol-catalog.js';
 import type { Hub } from '../context.js';
 import type { PinnedDefinition } from './manifest.js';
@@ -100,7 +101,7 @@ export async function settleInstalls(hub: Hub, filter: { daemonId?: string; real
   }
 }
 
-export function installOut(r: TeamInstallsTable) {
+export function installOut(r: TeamInstallsTable): TeamInstall {
   return {
     id: r.id,
     daemon_id: r.daemon_id,

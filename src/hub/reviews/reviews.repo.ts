@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import { type DB, updateOne } from '../../db/index.js';
 import type { ReviewsTable } from '../../db/schema.js';
+import type { Review } from '../../shared/api/reviews.js';
 import {
   REVIEW_ACTIONS,
   REVIEW_STATES,
@@ -146,7 +147,7 @@ export const reviewersOf = (r: Pick<ReviewsTable, 'reviewers'>): string[] | null
   r.reviewers === null ? null : (JSON.parse(r.reviewers) as string[]);
 
 /** The Review as the API shows it (docs/api.md, "Reviews"). */
-export function reviewOut(r: ReviewRow, canSubmit: boolean) {
+export function reviewOut(r: ReviewRow, canSubmit: boolean): Review {
   return {
     id: r.id,
     run_id: r.run_id,
