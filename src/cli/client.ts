@@ -48,8 +48,8 @@ export function createHubClient(opts: {
   };
   const api: Client = {
     url: base.url,
-    call: (op, body, o) =>
-      base.call(op, body, o).catch((err: unknown) => {
+    call: (op, ...args) =>
+      base.call(op, ...args).catch((err: unknown) => {
         throw cliErrorOf(op, err);
       }),
     request: (op, body, o) =>

@@ -47,7 +47,7 @@ export async function resolveRealm(client: HubClient, ref: string, orgRef?: stri
 
 /** A realm's organization (for looking up its members by name). */
 export async function realmOrg(client: HubClient, realmId: string): Promise<string> {
-  const r = await client.call<{ data: RealmRow }>('realms/get', { id: realmId });
+  const r = await client.api.call('realms/get', { id: realmId });
   return r.data.org_id;
 }
 

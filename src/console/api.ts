@@ -58,7 +58,7 @@ export async function api<K extends OpName>(
   opts: CallOptions = {},
 ): Promise<Reply<K>> {
   try {
-    return await client.call(op, body, opts);
+    return (await client.request(op, body, opts)) as Reply<K>;
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     if (err.code === 'unauthorized' && op !== 'auth/sign_in') {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
+import type { Request } from '../../shared/api/client.js';
 import type { Review, ReviewDetail } from '../../shared/api/reviews.js';
-import type { Page } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import type { CliContext } from '../context.js';
 import { usageError } from '../context.js';
@@ -58,7 +58,7 @@ function submitCommand(cmd: Command, ctx: CliContext, name: keyof typeof ACTIONS
   else sub.option('-m, --message <text>', 'a comment for the run (a reject’s becomes the run’s error)');
   sub.action(async (reviewId: string, opts: { message?: string }, c) => {
     const s = session(ctx, c);
-    const reply = await s.client.call<{ data: ReviewRow }>('reviews/submit', {
+    const reply = await s.client.api.call('reviews/submit', {
       review_id: reviewId,
       action: a.action,
       ...(opts.message ? { comment: opts.message } : {}),
@@ -97,9 +97,10 @@ export default defineCommand({
       ) => {
         const s = session(ctx, c);
         const realmId = await resolveRealm(s.client, opts.realm ?? 'default', opts.org);
-        const reply = await s.client.call<Page<ReviewRow>>('reviews/list', {
+        const reply = await s.client.api.call('reviews/list', {
           realm_id: realmId,
-          ...(opts.state ? { state: opts.state } : {}),
+          // The hub checks the value (invalid_params names the allowed ones).
+          ...(opts.state ? { state: opts.state as Request<'reviews/list'>['state'] } : {}),
           ...(opts.mine ? { mine: true } : {}),
           ...(opts.run ? { run_id: opts.run } : {}),
           ...pageArgs(opts),
@@ -128,7 +129,7 @@ export default defineCommand({
       .argument('<review>', 'review id')
       .action(async (reviewId: string, _opts: unknown, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: ReviewRow }>('reviews/get', { id: reviewId });
+        const reply = await s.client.api.call('reviews/get', { id: reviewId });
         s.print(reply, () => reviewRecord(reply.data));
       });
 
@@ -145,7 +146,7 @@ export default defineCommand({
         if (!known)
           throw usageError(`--action ${opts.action}: expected approve, reject, request_changes or comment`);
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: ReviewRow }>('reviews/submit', {
+        const reply = await s.client.api.call('reviews/submit', {
           review_id: reviewId,
           action: known.action,
           ...(opts.message ? { comment: opts.message } : {}),

@@ -1,14 +1,11 @@
 import type { TeamVersion } from '../../shared/api/catalog.js';
-import type { InstallChange, TeamInstall } from '../../shared/api/daemons.js';
+import type { InstallChange } from '../../shared/api/daemons.js';
 import { addCatalogCommands, ORG_HELP } from '../catalog-commands.js';
 import { resolveCatalog, resolveDaemonRef } from '../catalog-refs.js';
-import type { Page } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { col, time } from '../output.js';
 
 type TeamRow = TeamVersion;
-
-type InstallRow = TeamInstall;
 
 type InstallReply = { data: InstallChange };
 
@@ -89,7 +86,7 @@ export default defineCommand({
       async (opts: { daemon: string; realm?: string; org?: string; limit?: number; cursor?: string }, c) => {
         const s = session(ctx, c);
         const daemonId = await resolveDaemonRef(s.client, opts.daemon, opts);
-        const reply = await s.client.call<Page<InstallRow>>('teams/list_installs', {
+        const reply = await s.client.api.call('teams/list_installs', {
           daemon_id: daemonId,
           ...pageArgs(opts),
         });

@@ -11,7 +11,7 @@ export default defineCommand({
   register(cmd, ctx) {
     cmd.action(async (_opts, c) => {
       const s = session(ctx, c);
-      const reply = await s.client.call<WhoamiReply>('auth/whoami');
+      const reply = await s.client.api.call('auth/whoami');
       s.print(reply, () => {
         const { user, daemon } = reply.data;
         const hub: [string, unknown] = ['hub', s.client.url];

@@ -73,8 +73,8 @@ export const Invite = z.strictObject({
 });
 export type Invite = z.infer<typeof Invite>;
 
-/** `orgs/new`: the organization and its owner's invitation (null when the owner is already a member). */
-export const NewOrg = z.strictObject({ org: Org, owner_invite: Invite.nullable() });
+/** `orgs/new`: the organization and its owner's invitation (the last one, for a reactivated org). */
+export const NewOrg = z.strictObject({ org: Org, owner_invite: Invite });
 
 export const OrgMember = z.strictObject({
   user: User.omit({ is_site_admin: true, created_at: true }),

@@ -62,10 +62,19 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** A body, then options; the body is optional for an operation whose fields all are. */
+export type CallArgs<K extends OpName> =
+  Record<string, never> extends Request<K>
+    ? [body?: Request<K>, opts?: CallOptions]
+    : [body: Request<K>, opts?: CallOptions];
+
 export interface Client {
   readonly url: string;
-  /** `POST /v1/<op>` with a typed body; answers the typed reply or throws `ApiError`. */
-  call<K extends OpName>(op: K, body: Request<K>, opts?: CallOptions): Promise<Reply<K>>;
+  /**
+   * `POST /v1/<op>` with a typed body (which may be left out when every field is optional);
+   * answers the typed reply or throws `ApiError`.
+   */
+  call<K extends OpName>(op: K, ...args: CallArgs<K>): Promise<Reply<K>>;
   /** The same for an operation by a name known only at run time (`svc call`, other servers). */
   request(op: string, body?: unknown, opts?: CallOptions): Promise<{ ok: true } & Record<string, unknown>>;
 }
@@ -113,7 +122,7 @@ export function createClient(opts: ClientOptions): Client {
   return {
     url: base,
     request,
-    call: (op, body, call) => request(op, body, call) as Promise<never>,
+    call: (op, ...[body, call]) => request(op, body ?? {}, call) as Promise<never>,
   };
 }
 
