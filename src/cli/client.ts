@@ -1,17 +1,7 @@
+import { ApiError, type Client, createClient, errorOf } from '../shared/api/client.js';
 import { CliError } from './context.js';
 
-/** A hub error reply, normalised from the spec's two shapes; printed as `error: <code>: <message>`. */
-export class ApiError extends CliError {
-  constructor(
-    readonly code: string,
-    readonly detail: string,
-    readonly status: number,
-    readonly reply: unknown,
-  ) {
-    super(`${code}: ${detail}`, 1);
-    this.name = 'ApiError';
-  }
-}
+export { ApiError, errorOf };
 
 export interface Page<T> {
   ok: true;
@@ -19,22 +9,18 @@ export interface Page<T> {
   next_cursor: string | null;
 }
 
+/**
+ * The CLI's way to the hub (and, for `svc tokens create --local`, to the daemon): the typed client
+ * of the API module (`api.call('runs/get_by_id', …)`), and `call` for an operation named at run time.
+ * A refusal is the API module's `ApiError` (printed as `error: <code>: <message>`); an unreachable
+ * server or a reply that is not JSON is a `CliError`.
+ */
 export interface HubClient {
   readonly url: string;
   readonly token: string | null;
+  readonly api: Client;
   /** `POST /v1/<op>`; answers the reply (`ok: true`) or throws `ApiError` / `CliError`. */
   call<T = Record<string, unknown>>(op: string, body?: unknown): Promise<T & { ok: true }>;
-}
-
-/** The spec's error shapes: `{error:{code,message}}` or `{error:<message>, code}`. */
-export function errorOf(status: number, body: unknown): { code: string; message: string } {
-  const b = (body ?? {}) as { error?: unknown; code?: unknown };
-  if (b.error && typeof b.error === 'object') {
-    const e = b.error as { code?: unknown; message?: unknown };
-    return { code: String(e.code ?? `http_${status}`), message: String(e.message ?? '') };
-  }
-  if (typeof b.error === 'string') return { code: String(b.code ?? `http_${status}`), message: b.error };
-  return { code: `http_${status}`, message: 'unexpected reply from the hub' };
 }
 
 export function createHubClient(opts: {
@@ -44,45 +30,38 @@ export function createHubClient(opts: {
   /** What the URL is, in error messages (default `hub`; `svc tokens create --local` says `daemon`). */
   server?: string;
 }): HubClient {
-  const base = opts.url.replace(/\/+$/, '');
   const token = opts.token ?? null;
-  const doFetch = opts.fetch ?? fetch;
+  const base = createClient({ url: opts.url, token, ...(opts.fetch ? { fetch: opts.fetch } : {}) });
+  const cliErrorOf = (op: string, err: unknown): unknown => {
+    if (!(err instanceof ApiError)) return err;
+    if (err.code === 'network') {
+      const cause = (err.details as { cause?: string } | null)?.cause ?? err.message;
+      return new CliError(`cannot reach the ${opts.server ?? 'hub'} at ${base.url} (${cause})`);
+    }
+    if (err.code === 'bad_reply') return new CliError(err.message);
+    const signingIn = op === 'auth/sign_in' || op === 'invites/accept';
+    if (err.code === 'unauthorized' && !token && !signingIn) {
+      const hint = ' (no token: run `svc login` or set SVC_TOKEN)';
+      return new ApiError(err.code, err.message + hint, err.status, err.details, err.reply);
+    }
+    return err;
+  };
+  const api: Client = {
+    url: base.url,
+    call: (op, ...args) =>
+      base.call(op, ...args).catch((err: unknown) => {
+        throw cliErrorOf(op, err);
+      }),
+    request: (op, body, o) =>
+      base.request(op, body, o).catch((err: unknown) => {
+        throw cliErrorOf(op, err);
+      }),
+  };
   return {
-    url: base,
+    url: base.url,
     token,
-    async call<T>(op: string, body: unknown = {}) {
-      let res: Response;
-      try {
-        res = await doFetch(`${base}/v1/${op}`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            ...(token ? { authorization: `Bearer ${token}` } : {}),
-          },
-          body: JSON.stringify(body),
-        });
-      } catch (err) {
-        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-        throw new CliError(
-          `cannot reach the ${opts.server ?? 'hub'} at ${base} (${cause?.code ?? cause?.message ?? String(err)})`,
-        );
-      }
-      const text = await res.text();
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        throw new CliError(`unexpected reply from ${base}/v1/${op} (HTTP ${res.status}, not JSON)`);
-      }
-      if ((parsed as { ok?: unknown }).ok === true) return parsed as T & { ok: true };
-      const e = errorOf(res.status, parsed);
-      const signingIn = op === 'auth/sign_in' || op === 'invites/accept';
-      const hint =
-        e.code === 'unauthorized' && !token && !signingIn
-          ? ' (no token: run `svc login` or set SVC_TOKEN)'
-          : '';
-      throw new ApiError(e.code, e.message + hint, res.status, parsed);
-    },
+    api,
+    call: <T>(op: string, body: unknown = {}) => api.request(op, body) as Promise<T & { ok: true }>,
   };
 }
 

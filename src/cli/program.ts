@@ -1,6 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Command, CommanderError } from 'commander';
+import { ApiError } from '../shared/api/client.js';
 import type { CliCommand } from './command.js';
 import { type CliContext, CliError } from './context.js';
 
@@ -76,6 +77,10 @@ export async function run(argv: string[], ctx: CliContext): Promise<number> {
     if (err instanceof CommanderError) {
       // Commander has printed its message (or the help) already.
       return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' ? 0 : 2;
+    }
+    if (err instanceof ApiError) {
+      ctx.stderr.write(`error: ${err.code}: ${err.message}\n`);
+      return 1;
     }
     if (err instanceof CliError) {
       ctx.stderr.write(`error: ${err.message}\n`);

@@ -1,3 +1,4 @@
+import type { Org, Realm } from '../shared/api/access.js';
 import { ApiError, type HubClient, listAll } from './client.js';
 import { usageError } from './context.js';
 
@@ -11,21 +12,9 @@ export const looksLikeId = (ref: string) => UUID.test(ref);
 const notFound = (what: string, ref: string) =>
   new ApiError('not_found', `${what} "${ref}" not found`, 404, null);
 
-export interface OrgRow {
-  id: string;
-  slug: string;
-  display_name: string;
-  status: string;
-  owner: { user_id: string; email: string; status: string };
-  created_at: number | string;
-}
+export type OrgRow = Org;
 
-export interface RealmRow {
-  id: string;
-  org_id: string;
-  name: string;
-  created_at: number;
-}
+export type RealmRow = Realm;
 
 export async function resolveOrg(client: HubClient, ref: string): Promise<string> {
   if (looksLikeId(ref)) return ref;
@@ -58,7 +47,7 @@ export async function resolveRealm(client: HubClient, ref: string, orgRef?: stri
 
 /** A realm's organization (for looking up its members by name). */
 export async function realmOrg(client: HubClient, realmId: string): Promise<string> {
-  const r = await client.call<{ data: RealmRow }>('realms/get', { id: realmId });
+  const r = await client.api.call('realms/get', { id: realmId });
   return r.data.org_id;
 }
 

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { RunState } from '../shared/api/run-states.js';
 import { barGeometry, phaseTimeline } from './timeline.js';
 import type { HistoryEntry } from './types.js';
 
-const e = (type: string, at: number, phase: string | null, state = 'running'): HistoryEntry => ({
+const e = (type: string, at: number, phase: string | null, state: RunState = 'running'): HistoryEntry => ({
   type,
   at,
   phase,
@@ -11,6 +12,7 @@ const e = (type: string, at: number, phase: string | null, state = 'running'): H
   error: null,
   actor: null,
   state,
+  data: null,
 });
 
 describe('phase timeline', () => {

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { ZodError, type z } from 'zod';
+import type { DAEMON_REPLIES, DaemonRoutePath } from '../shared/api/daemon.js';
 import type { Clock } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
 import type { Caller } from './caller.js';
@@ -37,9 +38,14 @@ export interface RouteContext extends DaemonContext {
   txId: string | undefined;
 }
 
-export interface Route<S extends z.ZodType = z.ZodType> {
+/** The `data` of a route's reply: typed by the API module for its paths (src/shared/api/daemon.ts). */
+export type RouteData<P extends string> = P extends DaemonRoutePath
+  ? z.input<(typeof DAEMON_REPLIES)[P]>
+  : unknown;
+
+export interface Route<S extends z.ZodType = z.ZodType, P extends string = string> {
   /** Path without the `/v1/` prefix, e.g. `hug/poll_verdict`. */
-  path: string;
+  path: P;
   summary: string;
   input: S;
   /**
@@ -49,11 +55,11 @@ export interface Route<S extends z.ZodType = z.ZodType> {
    */
   transactional?: boolean;
   /** Returns the reply's `data`; throws `DaemonError` for an expected failure. */
-  handler(ctx: RouteContext, input: z.output<S>): Promise<unknown>;
+  handler(ctx: RouteContext, input: z.output<S>): Promise<RouteData<P>>;
 }
 
-/** Declares a route with its input type inferred from the schema. */
-export function route<S extends z.ZodType>(def: Route<S>): Route {
+/** Declares a route with its input type inferred from the schema and its reply from the API module. */
+export function route<S extends z.ZodType, P extends string>(def: Route<S, P>): Route {
   return def as unknown as Route;
 }
 

@@ -1,6 +1,5 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { sql } from 'kysely';
-import { z } from 'zod';
 import { drainRequestBody } from '../shared/drain.js';
 import { AppError, RateLimitedError } from '../shared/errors.js';
 import { jsonTextTooDeep, tooDeepMessage } from '../shared/json-depth.js';
@@ -9,6 +8,7 @@ import type { Hub } from './context.js';
 import { errorBody, statusOf, toAppError } from './http/errors.js';
 import { BODY_LIMIT } from './http/limits.js';
 import type { Op } from './http/op.js';
+import { openApiDocument } from './openapi.js';
 import type { PasswordGateStats } from './ports.js';
 
 export interface AppOptions {
@@ -117,33 +117,4 @@ function passwordMetrics(s: PasswordGateStats): string[] {
     '# TYPE svc_hub_password_checks_refused_total counter',
     `svc_hub_password_checks_refused_total ${s.refused}`,
   ];
-}
-
-function openApiDocument(ops: Op[], version: string): Record<string, unknown> {
-  const paths: Record<string, unknown> = {};
-  for (const o of ops) {
-    paths[`/v1/${o.name}`] = {
-      post: {
-        operationId: o.name.replace(/\//g, '_'),
-        summary: o.summary,
-        security: [{ bearer: [] }],
-        requestBody: {
-          required: false,
-          content: {
-            'application/json': { schema: z.toJSONSchema(o.input, { io: 'input', unrepresentable: 'any' }) },
-          },
-        },
-        responses: {
-          '200': { description: 'ok: true and the result' },
-          default: { description: 'an error in one of the two hub error shapes' },
-        },
-      },
-    };
-  }
-  return {
-    openapi: '3.1.0',
-    info: { title: 'svc hub API', version },
-    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-    paths,
-  };
 }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { RunningDaemon } from '../../src/daemon/main.js';
 import { route } from '../../src/daemon/router.js';
 import { daemonRoutes } from '../../src/daemon/routes.js';
+import { DAEMON_REPLIES, type DaemonRoutePath } from '../../src/shared/api/daemon.js';
 import { tokenKind } from '../../src/shared/tokens.js';
 import { call, daemonHome, request, startTestDaemon } from './daemon-harness.js';
 
@@ -102,6 +103,24 @@ describe('daemon HTTP API (local caller, unconnected)', () => {
     assert.equal(big.status, 400);
     assert.equal(big.body.error.code, 'BAD_REQUEST');
     assert.deepEqual((await call(d.url, 'hug/poll_verdict', { review_id: 'big' })).body.data.entries, []);
+  });
+
+  it('answers replies that match the API module exactly, as its OpenAPI document describes them', async () => {
+    const doc = (await request(`${d.url}/openapi.json`, { method: 'GET' })).body;
+    const described = doc.paths['/v1/hug/poll_verdict'].post.responses['200'].content['application/json'];
+    assert.deepEqual(described.schema, { $ref: '#/components/schemas/HugPollVerdictReply' });
+    assert.ok(doc.components.schemas.HugPollVerdictReply);
+    const check = async (path: DaemonRoutePath, body: unknown) => {
+      const r = await call(d.url, path, body);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const schema = z.strictObject({ ok: z.literal(true), data: DAEMON_REPLIES[path] });
+      const parsed = schema.safeParse(r.body);
+      assert.ok(parsed.success, `${path}: ${parsed.error?.message}`);
+    };
+    await check('hug/deliver', { review_id: 'shape', message: { type: 't', role: 'r', payload: {} } });
+    await check('hug/poll_verdict', { review_id: 'shape' });
+    await check('teams/list', {});
+    await check('workspaces/list', {});
   });
 
   it('answers a body that fails the schema with PAYLOAD_INVALID and a list of {path, message}', async () => {

@@ -8,7 +8,7 @@ import { route } from '../../src/daemon/router.js';
 import { daemonRoutes } from '../../src/daemon/routes.js';
 import { createHubApp } from '../../src/hub/app.js';
 import type { Hub } from '../../src/hub/context.js';
-import { op } from '../../src/hub/http/op.js';
+import type { Op } from '../../src/hub/http/op.js';
 import { post, startTestHub, type TestHub } from '../helpers/hub.js';
 import { call, daemonHome, startTestDaemon } from './daemon-harness.js';
 
@@ -40,14 +40,14 @@ describe('hub: an unexpected fault answers internal_error and is logged', () => 
 
   it('a throwing operation: 500, the documented body, no stack or detail; the error is in the log', async () => {
     const { log, lines } = capturingLogger('hub');
-    const boom = op({
+    const boom: Op = {
       name: 'test/boom',
       summary: 'fails unexpectedly',
       input: z.object({}),
       async handler() {
         throw new Error(SECRET);
       },
-    });
+    };
     const app = createHubApp({ ...h.running.hub, log } as Hub, [boom]);
     try {
       const url = await listen(app);

@@ -1,38 +1,12 @@
 import type { Command } from 'commander';
-import type { Page } from '../client.js';
+import type { Request } from '../../shared/api/client.js';
+import type { Channel as ApiChannel } from '../../shared/api/notifications.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 import { resolveOrg, resolveRealm } from '../resolve.js';
 
-interface Channel {
-  id: string;
-  realm_id: string | null;
-  org_id: string | null;
-  user_id: string | null;
-  name: string;
-  destinations: { type: string; webhook_url: string }[];
-  enabled: boolean;
-  rule_count: number;
-  system_key: string | null;
-  locked: boolean;
-  lock_reason: string | null;
-  created_at: number;
-  updated_at: number;
-  secret?: string;
-}
-
-interface Delivery {
-  id: string;
-  event_type: string;
-  destination: { type: string; webhook_url: string };
-  state: string;
-  attempts: number;
-  last_status_code: number | null;
-  last_latency_ms: number | null;
-  last_error: string | null;
-  created_at: number;
-}
+type Channel = ApiChannel & { secret?: string };
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
@@ -46,9 +20,9 @@ function destinationOptions(cmd: Command): Command {
 
 type DestOpts = { webhook?: string[]; slack?: string[]; discord?: string[] };
 const destinationsOf = (o: DestOpts) => [
-  ...(o.webhook ?? []).map((u) => ({ type: 'webhook', webhook_url: u })),
-  ...(o.slack ?? []).map((u) => ({ type: 'slack', webhook_url: u })),
-  ...(o.discord ?? []).map((u) => ({ type: 'discord', webhook_url: u })),
+  ...(o.webhook ?? []).map((u) => ({ type: 'webhook' as const, webhook_url: u })),
+  ...(o.slack ?? []).map((u) => ({ type: 'slack' as const, webhook_url: u })),
+  ...(o.discord ?? []).map((u) => ({ type: 'discord' as const, webhook_url: u })),
 ];
 
 type ScopeOpts = { realm?: string; org?: string };
@@ -93,7 +67,7 @@ export default defineCommand({
       const destinations = destinationsOf(opts);
       if (destinations.length === 0)
         throw usageError('give at least one --webhook, --slack or --discord URL');
-      const reply = await s.client.call<{ data: Channel }>('notification_channels/new', {
+      const reply = await s.client.api.call('notification_channels/new', {
         ...(await scopeOf(s.client, opts)),
         name,
         destinations,
@@ -116,7 +90,7 @@ export default defineCommand({
         .option('--org <org>', 'organization id or slug'),
     ).action(async (opts: ScopeOpts & { limit?: number; cursor?: string }, c) => {
       const s = session(ctx, c);
-      const reply = await s.client.call<Page<Channel>>('notification_channels/list', {
+      const reply = await s.client.api.call('notification_channels/list', {
         ...(await scopeOf(s.client, opts)),
         ...pageArgs(opts),
       });
@@ -153,7 +127,7 @@ export default defineCommand({
         if (opts.enable && opts.disable) throw usageError('give --enable or --disable, not both');
         const s = session(ctx, c);
         const destinations = destinationsOf(opts);
-        const reply = await s.client.call<{ data: Channel }>('notification_channels/update', {
+        const reply = await s.client.api.call('notification_channels/update', {
           id,
           ...(opts.name ? { name: opts.name } : {}),
           ...(opts.enable ? { enabled: true } : opts.disable ? { enabled: false } : {}),
@@ -169,7 +143,7 @@ export default defineCommand({
       .argument('<id>', 'channel id')
       .action(async (id: string, _opts, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call('notification_channels/remove', { id });
+        const reply = await s.client.api.call('notification_channels/remove', { id });
         s.print(reply, () => `Removed channel ${id}.\n`);
       });
 
@@ -179,10 +153,7 @@ export default defineCommand({
       .argument('<id>', 'channel id')
       .action(async (id: string, _opts, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: { event_id: string; deliveries: Delivery[] } }>(
-          'notification_channels/test',
-          { id, wait: true },
-        );
+        const reply = await s.client.api.call('notification_channels/test', { id, wait: true });
         s.print(reply, () =>
           reply.data.deliveries
             .map(
@@ -201,7 +172,7 @@ export default defineCommand({
       .argument('<id>', 'channel id')
       .action(async (id: string, _opts, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: Channel }>('notification_channels/rotate_secret', { id });
+        const reply = await s.client.api.call('notification_channels/rotate_secret', { id });
         s.print(
           reply,
           () => `Rotated the secret of ${reply.data.name}.${SECRET_NOTE(reply.data.secret ?? '')}`,
@@ -216,9 +187,10 @@ export default defineCommand({
         .option('--state <state>', 'pending, succeeded, failed or cancelled'),
     ).action(async (id: string, opts: { state?: string; limit?: number; cursor?: string }, c) => {
       const s = session(ctx, c);
-      const reply = await s.client.call<Page<Delivery>>('notifications/list_deliveries', {
+      const reply = await s.client.api.call('notifications/list_deliveries', {
         channel_id: id,
-        ...(opts.state ? { state: opts.state } : {}),
+        // The hub checks the value (invalid_params names the allowed ones).
+        ...(opts.state ? { state: opts.state as Request<'notifications/list_deliveries'>['state'] } : {}),
         ...pageArgs(opts),
       });
       s.printPage(

@@ -1,17 +1,11 @@
-import type { HubClient, Page } from '../client.js';
+import type { Daemon } from '../../shared/api/daemons.js';
+import type { HubClient } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 import { looksLikeId, resolveDaemon, resolveRealm } from '../resolve.js';
 
-export interface DaemonRow {
-  id: string;
-  realm_id: string;
-  name: string;
-  status: string;
-  last_seen_at: number | null;
-  created_at: number;
-}
+export type DaemonRow = Daemon;
 
 /** A daemon id as given, or looked up by name in `--realm`. */
 async function daemonId(client: HubClient, ref: string, opts: { realm?: string; org?: string }) {
@@ -32,7 +26,7 @@ export default defineCommand({
     ).action(async (opts: { realm: string; org?: string; limit?: number; cursor?: string }, c) => {
       const s = session(ctx, c);
       const realmId = await resolveRealm(s.client, opts.realm, opts.org);
-      const reply = await s.client.call<Page<DaemonRow>>('daemons/list', {
+      const reply = await s.client.api.call('daemons/list', {
         realm_id: realmId,
         ...pageArgs(opts),
       });
@@ -58,7 +52,7 @@ export default defineCommand({
       .action(async (ref: string, opts: { realm?: string; org?: string }, c) => {
         const s = session(ctx, c);
         const id = await daemonId(s.client, ref, opts);
-        const reply = await s.client.call<{ data: DaemonRow }>('daemons/get', { id });
+        const reply = await s.client.api.call('daemons/get', { id });
         s.print(reply, () =>
           formatRecord([
             ['id', reply.data.id],
@@ -79,7 +73,7 @@ export default defineCommand({
       .option('--org <org>', 'organization id or slug (to find the realm by name)')
       .action(async (ref: string, opts: { realm?: string; org?: string }, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call('daemons/remove', { id: await daemonId(s.client, ref, opts) });
+        const reply = await s.client.api.call('daemons/remove', { id: await daemonId(s.client, ref, opts) });
         s.print(reply, () => `Removed daemon ${ref}; its realm token no longer works.\n`);
       });
   },

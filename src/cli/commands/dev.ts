@@ -53,7 +53,7 @@ async function seed(client: HubClient, state: DevState, save: () => void): Promi
   let org = (await listAll<OrgRow>(client, 'orgs/list')).find((o) => o.slug === ORG);
   let created = false;
   if (!org) {
-    const r = await client.call<{ data: { org: OrgRow; owner_invite: { code?: string } } }>('orgs/new', {
+    const r = await client.api.call('orgs/new', {
       slug: ORG,
       display_name: 'Demo',
       owner: { email: OWNER_EMAIL, display_name: 'Developer' },
@@ -64,7 +64,7 @@ async function seed(client: HubClient, state: DevState, save: () => void): Promi
     if (r.data.owner_invite.code) {
       state.owner_password ??= randomBytes(12).toString('base64url');
       save();
-      await client.call('invites/accept', {
+      await client.api.call('invites/accept', {
         code: r.data.owner_invite.code,
         password: state.owner_password,
         handle: 'dev',
@@ -94,7 +94,7 @@ async function daemonToken(
     );
     if (valid) return state.daemon_token;
   }
-  const r = await client.call<{ data: { token: string } }>('realms/create_daemon_token', {
+  const r = await client.api.call('realms/create_daemon_token', {
     realm_id: realmId,
     name: 'dev',
   });
@@ -117,7 +117,7 @@ interface Demo {
 async function daemonOnline(client: HubClient, daemonId: string, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
-    const d = await client.call<{ data: { status: string } }>('daemons/get', { id: daemonId });
+    const d = await client.api.call('daemons/get', { id: daemonId });
     if (d.data.status === 'online') return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -136,32 +136,32 @@ async function demoContent(client: HubClient, orgId: string, daemonId: string, h
   >;
   // The agent runs in the workspace directory: point it at the script where it lives.
   manifest.command = ['node', path.join(EXAMPLES, 'agents', 'hello.mjs')];
-  const agent = await client.call<{ data: { name: string; version: string } }>('agents/register', {
+  const agent = await client.api.call('agents/register', {
     org_id: orgId,
     manifest,
     force: true,
   });
-  const team = await client.call<{ data: { id: string; team_id: string; name: string; version: string } }>(
-    'teams/register',
-    {
-      org_id: orgId,
-      definition: readFileSync(path.join(EXAMPLES, 'teams', 'hello-team.yaml'), 'utf8'),
-      force: true,
-    },
-  );
+  const team = await client.api.call('teams/register', {
+    org_id: orgId,
+    definition: readFileSync(path.join(EXAMPLES, 'teams', 'hello-team.yaml'), 'utf8'),
+    force: true,
+  });
   await daemonOnline(client, daemonId);
-  const install = await client.call<{ data: { status: string } }>('teams/install', {
+  const install = await client.api.call('teams/install', {
     team_version_id: team.data.id,
     daemon_id: daemonId,
   });
   const dir = path.join(home, 'workspace');
   mkdirSync(dir, { recursive: true });
-  const ws = await client.call<{ data: { id: string; path: string } }>('workspaces/register', {
+  const ws = await client.api.call('workspaces/register', {
     daemon_id: daemonId,
     path: dir,
     name: 'dev',
   });
-  await client.call('workspaces/assign_teams', { workspace_id: ws.data.id, team_ids: [team.data.team_id] });
+  await client.api.call('workspaces/assign_teams', {
+    workspace_id: ws.data.id,
+    team_ids: [team.data.team_id],
+  });
   return {
     agent: `${agent.data.name}@${agent.data.version}`,
     team: `${team.data.name}@${team.data.version}`,

@@ -1,15 +1,6 @@
-import type { Page } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { col, time } from '../output.js';
 import { resolveGroup, resolveOrgOption, resolveUser } from '../resolve.js';
-
-interface GroupRow {
-  id: string;
-  org_id: string;
-  name: string;
-  created_at: number;
-  members?: { user_id: string; handle: string }[];
-}
 
 const ORG_HELP = 'organization id or slug (default: your only organization)';
 
@@ -24,7 +15,7 @@ export default defineCommand({
       .action(async (name: string, opts: { org?: string }, c) => {
         const s = session(ctx, c);
         const orgId = await resolveOrgOption(s.client, opts.org, 'to create a group');
-        const reply = await s.client.call<{ data: GroupRow }>('groups/new', { org_id: orgId, name });
+        const reply = await s.client.api.call('groups/new', { org_id: orgId, name });
         s.print(reply, () => `Created group ${reply.data.name} (${reply.data.id}).\n`);
       });
 
@@ -33,7 +24,7 @@ export default defineCommand({
     ).action(async (opts: { org?: string; limit?: number; cursor?: string }, c) => {
       const s = session(ctx, c);
       const orgId = await resolveOrgOption(s.client, opts.org, 'to list groups');
-      const reply = await s.client.call<Page<GroupRow>>('groups/list', { org_id: orgId, ...pageArgs(opts) });
+      const reply = await s.client.api.call('groups/list', { org_id: orgId, ...pageArgs(opts) });
       s.printPage(
         reply,
         [
@@ -79,7 +70,7 @@ export default defineCommand({
       .action(async (group: string, opts: { org?: string }, c) => {
         const s = session(ctx, c);
         const orgId = await resolveOrgOption(s.client, opts.org, 'to find the group');
-        const reply = await s.client.call('groups/remove', {
+        const reply = await s.client.api.call('groups/remove', {
           id: await resolveGroup(s.client, orgId, group),
         });
         s.print(reply, () => `Removed group ${group}.\n`);

@@ -3,7 +3,6 @@ import { defineCommand, session } from '../command.js';
 import { connection, profileName, saveProfile } from '../config.js';
 import { readStdin, usageError } from '../context.js';
 import { formatRecord, time } from '../output.js';
-import type { UserOut } from './whoami.js';
 
 export default defineCommand({
   summary: 'Invitations: accept',
@@ -49,15 +48,12 @@ export default defineCommand({
           } else {
             s = session(ctx, c);
           }
-          const reply = await s.client.call<{ data: { token: string; expires_at: number; user: UserOut } }>(
-            'invites/accept',
-            {
-              code,
-              ...(password !== undefined ? { password } : {}),
-              ...(opts.handle ? { handle: opts.handle } : {}),
-              ...(opts.displayName ? { display_name: opts.displayName } : {}),
-            },
-          );
+          const reply = await s.client.api.call('invites/accept', {
+            code,
+            ...(password !== undefined ? { password } : {}),
+            ...(opts.handle ? { handle: opts.handle } : {}),
+            ...(opts.displayName ? { display_name: opts.displayName } : {}),
+          });
           const { user, token, expires_at } = reply.data;
           let saved = '';
           if (opts.login) {

@@ -1,14 +1,6 @@
 import { defineCommand, session } from '../command.js';
 import { col, formatTable } from '../output.js';
 
-interface Adapter {
-  id: string;
-  name: string;
-  description: string;
-  settings: { key: string; label: string; type: string; required: boolean }[];
-  enabled: boolean;
-}
-
 export default defineCommand({
   summary: 'Mesh network adapters: adapters',
   register(cmd, ctx) {
@@ -17,7 +9,7 @@ export default defineCommand({
       .description('The mesh providers this hub supports, with the settings each needs')
       .action(async (_opts, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ adapters: Adapter[] }>('mesh/adapters/list');
+        const reply = await s.client.api.call('mesh/adapters/list');
         s.print(reply, () =>
           reply.adapters.length === 0
             ? 'No mesh adapters are enabled (setting mesh.enabled_adapters).\n'

@@ -1,25 +1,10 @@
-import type { Page } from '../client.js';
+import type { Invite } from '../../shared/api/access.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
-import { type OrgRow, resolveOrg, resolveUser } from '../resolve.js';
+import { resolveOrg, resolveUser } from '../resolve.js';
 
-export interface InviteOut {
-  invite_id: string;
-  org_id: string;
-  email: string;
-  role: string;
-  status: string;
-  expires_at: string;
-  email_sent: boolean;
-  code?: string;
-}
-
-interface MemberRow {
-  user: { id: string; handle: string; email: string; display_name: string; status: string };
-  role: string;
-  created_at: number;
-}
+export type InviteOut = Invite;
 
 /** The lines that tell an inviter how the invitee accepts. */
 export function inviteText(inv: InviteOut): string {
@@ -55,7 +40,7 @@ export default defineCommand({
       .action(
         async (slug: string, opts: { ownerEmail: string; displayName?: string; reactivate?: boolean }, c) => {
           const s = session(ctx, c);
-          const reply = await s.client.call<{ data: { org: OrgRow; owner_invite: InviteOut } }>('orgs/new', {
+          const reply = await s.client.api.call('orgs/new', {
             slug,
             owner: { email: opts.ownerEmail },
             ...(opts.displayName ? { display_name: opts.displayName } : {}),
@@ -73,7 +58,7 @@ export default defineCommand({
       cmd.command('list').description('Organizations you belong to (all of them for site administrators)'),
     ).action(async (opts: { limit?: number; cursor?: string }, c) => {
       const s = session(ctx, c);
-      const reply = await s.client.call<Page<OrgRow>>('orgs/list', pageArgs(opts));
+      const reply = await s.client.api.call('orgs/list', pageArgs(opts));
       s.printPage(
         reply,
         [
@@ -94,7 +79,7 @@ export default defineCommand({
       .argument('<org>', 'id or slug')
       .action(async (ref: string, _opts, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: OrgRow }>('orgs/get', {
+        const reply = await s.client.api.call('orgs/get', {
           id: await resolveOrg(s.client, ref),
         });
         s.print(reply, () => {
@@ -116,7 +101,7 @@ export default defineCommand({
       .argument('<org>', 'id or slug')
       .action(async (ref: string, _opts, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call('orgs/delete', { id: await resolveOrg(s.client, ref) });
+        const reply = await s.client.api.call('orgs/delete', { id: await resolveOrg(s.client, ref) });
         s.print(reply, () => `Deleted organization ${ref}.\n`);
       });
 
@@ -129,7 +114,7 @@ export default defineCommand({
       .action(async (ref: string, email: string, opts: { role: string }, c) => {
         const role = roleOf(opts.role);
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: InviteOut }>('orgs/invite_member', {
+        const reply = await s.client.api.call('orgs/invite_member', {
           org_id: await resolveOrg(s.client, ref),
           email,
           role,
@@ -144,7 +129,7 @@ export default defineCommand({
         .argument('<org>', 'id or slug'),
     ).action(async (ref: string, opts: { limit?: number; cursor?: string }, c) => {
       const s = session(ctx, c);
-      const reply = await s.client.call<Page<MemberRow>>('orgs/list_members', {
+      const reply = await s.client.api.call('orgs/list_members', {
         org_id: await resolveOrg(s.client, ref),
         ...pageArgs(opts),
       });
@@ -170,7 +155,7 @@ export default defineCommand({
       .action(async (ref: string, user: string, role: string, _opts, c) => {
         const s = session(ctx, c);
         const orgId = await resolveOrg(s.client, ref);
-        const reply = await s.client.call('orgs/set_member_role', {
+        const reply = await s.client.api.call('orgs/set_member_role', {
           org_id: orgId,
           user_id: await resolveUser(s.client, orgId, user),
           role: roleOf(role),
@@ -186,7 +171,7 @@ export default defineCommand({
       .action(async (ref: string, user: string, _opts, c) => {
         const s = session(ctx, c);
         const orgId = await resolveOrg(s.client, ref);
-        const reply = await s.client.call('orgs/remove_member', {
+        const reply = await s.client.api.call('orgs/remove_member', {
           org_id: orgId,
           user_id: await resolveUser(s.client, orgId, user),
         });

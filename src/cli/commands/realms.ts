@@ -1,25 +1,20 @@
 import type { Command } from 'commander';
-import { type HubClient, listAll, type Page } from '../client.js';
+import type { RealmMember } from '../../shared/api/access.js';
+import { type HubClient, listAll } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
-import { type RealmRow, realmOrg, resolveMember, resolveOrgOption, resolveRealm } from '../resolve.js';
+import { realmOrg, resolveMember, resolveOrgOption, resolveRealm } from '../resolve.js';
 
-interface MemberRow {
-  realm_id: string;
-  member_type: string;
-  member_id: string;
-  role: string;
-  created_at: number;
-}
+type MemberRow = RealmMember;
 
-const MEMBER_TYPES = ['user', 'group', 'daemon'];
-const ROLES = ['member', 'operator', 'admin'];
+const MEMBER_TYPES = ['user', 'group', 'daemon'] as const;
+const ROLES = ['member', 'operator', 'admin'] as const;
 
-function check(what: string, value: string, allowed: string[]): string {
-  if (!allowed.includes(value))
+function check<T extends string>(what: string, value: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(value))
     throw usageError(`${what} must be one of ${allowed.join(', ')}, not "${value}"`);
-  return value;
+  return value as T;
 }
 
 const orgOption = (c: Command) =>
@@ -74,7 +69,7 @@ export default defineCommand({
       .action(async (name: string, opts: { org?: string }, c) => {
         const s = session(ctx, c);
         const orgId = await resolveOrgOption(s.client, opts.org, 'to create a realm');
-        const reply = await s.client.call<{ data: RealmRow }>('realms/new', { org_id: orgId, name });
+        const reply = await s.client.api.call('realms/new', { org_id: orgId, name });
         s.print(reply, () => `Created realm ${reply.data.name} (${reply.data.id}).\n`);
       });
 
@@ -86,7 +81,7 @@ export default defineCommand({
     ).action(async (opts: { org?: string; limit?: number; cursor?: string }, c) => {
       const s = session(ctx, c);
       const orgId = await resolveOrgOption(s.client, opts.org, 'to list realms');
-      const reply = await s.client.call<Page<RealmRow>>('realms/list', { org_id: orgId, ...pageArgs(opts) });
+      const reply = await s.client.api.call('realms/list', { org_id: orgId, ...pageArgs(opts) });
       s.printPage(
         reply,
         [col('ID', 'id'), col('NAME', 'name'), col('CREATED', (r) => time(r.created_at))],
@@ -99,7 +94,7 @@ export default defineCommand({
     ).action(async (ref: string, opts: { org?: string }, c) => {
       const s = session(ctx, c);
       const id = await resolveRealm(s.client, ref, opts.org);
-      const reply = await s.client.call<{ data: RealmRow & { my_role: string | null } }>('realms/get', {
+      const reply = await s.client.api.call('realms/get', {
         id,
       });
       s.print(reply, () =>
@@ -120,7 +115,9 @@ export default defineCommand({
         .argument('<realm>', 'id or name'),
     ).action(async (ref: string, opts: { org?: string }, c) => {
       const s = session(ctx, c);
-      const reply = await s.client.call('realms/remove', { id: await resolveRealm(s.client, ref, opts.org) });
+      const reply = await s.client.api.call('realms/remove', {
+        id: await resolveRealm(s.client, ref, opts.org),
+      });
       s.print(reply, () => `Removed realm ${ref}.\n`);
     });
 
@@ -129,7 +126,7 @@ export default defineCommand({
     ).action(async (ref: string, opts: { org?: string }, c) => {
       const s = session(ctx, c);
       const realmId = await resolveRealm(s.client, ref, opts.org);
-      const reply = await s.client.call<Page<MemberRow>>('realms/list_members', { realm_id: realmId });
+      const reply = await s.client.api.call('realms/list_members', { realm_id: realmId });
       const names = s.json ? new Map<string, string>() : await memberNames(s.client, realmId, reply.data);
       s.printPage(
         reply,
@@ -158,7 +155,7 @@ export default defineCommand({
       const role = check('--role', opts.role, ROLES);
       const s = session(ctx, c);
       const realmId = await resolveRealm(s.client, ref, opts.org);
-      const reply = await s.client.call('realms/add_member', {
+      const reply = await s.client.api.call('realms/add_member', {
         realm_id: realmId,
         member_type: type,
         member_id: await resolveMember(s.client, realmId, type, member),
@@ -179,7 +176,7 @@ export default defineCommand({
       const type = check('--type', opts.type, MEMBER_TYPES);
       const s = session(ctx, c);
       const realmId = await resolveRealm(s.client, ref, opts.org);
-      const reply = await s.client.call('realms/remove_member', {
+      const reply = await s.client.api.call('realms/remove_member', {
         realm_id: realmId,
         member_type: type,
         member_id: await resolveMember(s.client, realmId, type, member),
@@ -202,7 +199,7 @@ export default defineCommand({
         const role = check('role', roleArg, ROLES);
         const s = session(ctx, c);
         const realmId = await resolveRealm(s.client, ref, opts.org);
-        const reply = await s.client.call('realms/set_member_role', {
+        const reply = await s.client.api.call('realms/set_member_role', {
           realm_id: realmId,
           member_type: type,
           member_id: await resolveMember(s.client, realmId, type, member),
@@ -221,10 +218,7 @@ export default defineCommand({
     ).action(async (ref: string, name: string, opts: { org?: string }, c) => {
       const s = session(ctx, c);
       const realmId = await resolveRealm(s.client, ref, opts.org);
-      const reply = await s.client.call<{ data: { daemon_id: string; token: string } }>(
-        'realms/create_daemon_token',
-        { realm_id: realmId, name },
-      );
+      const reply = await s.client.api.call('realms/create_daemon_token', { realm_id: realmId, name });
       s.print(reply, () =>
         formatRecord([
           ['daemon', reply.data.daemon_id],

@@ -1,36 +1,13 @@
 import type { Command } from 'commander';
-import type { Page } from '../client.js';
+import type { Request } from '../../shared/api/client.js';
+import type { Review, ReviewDetail } from '../../shared/api/reviews.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import type { CliContext } from '../context.js';
 import { usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 import { resolveRealm } from '../resolve.js';
 
-interface ReviewRow {
-  id: string;
-  run_id: string;
-  realm_id: string;
-  phase: string;
-  kind: string;
-  round: number;
-  summary: string;
-  state: string;
-  reviewers: string[] | null;
-  requested_at: number;
-  deadline_at: number | null;
-  closed_at: number | null;
-  closed_by: { user_id: string; handle: string | null } | null;
-  verdict: { action: string; comment: string | null } | null;
-  run_name: string;
-  team_name: string | null;
-  can_submit: boolean;
-  submissions?: {
-    action: string;
-    comment: string | null;
-    actor: { handle: string | null } | null;
-    created_at: number;
-  }[];
-}
+type ReviewRow = Review & Partial<Pick<ReviewDetail, 'submissions'>>;
 
 const ACTIONS = {
   approve: { action: 'approve', done: 'approved', what: 'Approve a review: the run goes on' },
@@ -81,7 +58,7 @@ function submitCommand(cmd: Command, ctx: CliContext, name: keyof typeof ACTIONS
   else sub.option('-m, --message <text>', 'a comment for the run (a reject’s becomes the run’s error)');
   sub.action(async (reviewId: string, opts: { message?: string }, c) => {
     const s = session(ctx, c);
-    const reply = await s.client.call<{ data: ReviewRow }>('reviews/submit', {
+    const reply = await s.client.api.call('reviews/submit', {
       review_id: reviewId,
       action: a.action,
       ...(opts.message ? { comment: opts.message } : {}),
@@ -120,9 +97,10 @@ export default defineCommand({
       ) => {
         const s = session(ctx, c);
         const realmId = await resolveRealm(s.client, opts.realm ?? 'default', opts.org);
-        const reply = await s.client.call<Page<ReviewRow>>('reviews/list', {
+        const reply = await s.client.api.call('reviews/list', {
           realm_id: realmId,
-          ...(opts.state ? { state: opts.state } : {}),
+          // The hub checks the value (invalid_params names the allowed ones).
+          ...(opts.state ? { state: opts.state as Request<'reviews/list'>['state'] } : {}),
           ...(opts.mine ? { mine: true } : {}),
           ...(opts.run ? { run_id: opts.run } : {}),
           ...pageArgs(opts),
@@ -151,7 +129,7 @@ export default defineCommand({
       .argument('<review>', 'review id')
       .action(async (reviewId: string, _opts: unknown, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: ReviewRow }>('reviews/get', { id: reviewId });
+        const reply = await s.client.api.call('reviews/get', { id: reviewId });
         s.print(reply, () => reviewRecord(reply.data));
       });
 
@@ -168,7 +146,7 @@ export default defineCommand({
         if (!known)
           throw usageError(`--action ${opts.action}: expected approve, reject, request_changes or comment`);
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: ReviewRow }>('reviews/submit', {
+        const reply = await s.client.api.call('reviews/submit', {
           review_id: reviewId,
           action: known.action,
           ...(opts.message ? { comment: opts.message } : {}),

@@ -1,19 +1,9 @@
-import type { Page } from '../client.js';
+import type { Request } from '../../shared/api/client.js';
+import type { RunState } from '../../shared/api/run-states.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { usageError } from '../context.js';
 import { col, time } from '../output.js';
 import { resolveOrg, resolveRealm } from '../resolve.js';
-
-interface Rule {
-  id: string;
-  realm_id: string | null;
-  org_id: string | null;
-  event: string;
-  channel_ids: string[];
-  filter: { team_id?: string; state?: string } | null;
-  locked: boolean;
-  created_at: number;
-}
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
@@ -44,11 +34,12 @@ export default defineCommand({
           const s = session(ctx, c);
           const filter = {
             ...(opts.team ? { team_id: opts.team } : {}),
-            ...(opts.state ? { state: opts.state } : {}),
+            ...(opts.state ? { state: opts.state as RunState } : {}),
           };
-          const reply = await s.client.call<{ data: Rule }>('realms/new_notification_rule', {
+          const reply = await s.client.api.call('realms/new_notification_rule', {
             ...(await scopeOf(s.client, opts)),
-            event,
+            // The hub checks the event kind (invalid_params names the allowed ones).
+            event: event as Request<'realms/new_notification_rule'>['event'],
             channel_ids: opts.channel,
             ...(Object.keys(filter).length ? { filter } : {}),
           });
@@ -67,7 +58,7 @@ export default defineCommand({
         .option('--org <org>', 'organization id or slug'),
     ).action(async (opts: ScopeOpts & { limit?: number; cursor?: string }, c) => {
       const s = session(ctx, c);
-      const reply = await s.client.call<Page<Rule>>('realms/list_notification_rules', {
+      const reply = await s.client.api.call('realms/list_notification_rules', {
         ...(await scopeOf(s.client, opts)),
         ...pageArgs(opts),
       });
@@ -97,7 +88,7 @@ export default defineCommand({
       .argument('<id>', 'rule id')
       .action(async (id: string, _opts, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call('realms/remove_notification_rules', { id });
+        const reply = await s.client.api.call('realms/remove_notification_rules', { id });
         s.print(reply, () => `Removed rule ${id}.\n`);
       });
   },

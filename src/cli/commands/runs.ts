@@ -1,40 +1,15 @@
 import type { Command } from 'commander';
+import type { Request } from '../../shared/api/client.js';
 import { followEvents, type StreamEvent, StreamRefused } from '../../shared/api/event-stream.js';
+import type { RunState } from '../../shared/api/run-states.js';
 import { isTerminal } from '../../shared/api/run-states.js';
-import { ApiError, type HubClient, type Page } from '../client.js';
+import type { LogLine, Run } from '../../shared/api/runs.js';
+import { ApiError, type HubClient } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { CliError, usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 import { looksLikeId, resolveRealm } from '../resolve.js';
 import { parseInput } from '../run-target.js';
-
-interface RunRow {
-  run_id: string;
-  run_name: string;
-  state: string;
-  team_id: string | null;
-  team_version_id: string | null;
-  realm_id: string;
-  workspace_id: string | null;
-  daemon_id: string | null;
-  current_phase: string | null;
-  error: string | null;
-  call_depth: number;
-  parent_run_id: string | null;
-  started_at: number;
-  completed_at: number | null;
-  pending_control: { type: string } | null;
-  force_terminate: { eligible: boolean; blocker: string | null; trigger: string | null };
-  outputs: Record<string, unknown>;
-  history?: { type: string; at: number; phase: string | null; error: string | null; actor: unknown }[];
-}
-interface LogLine {
-  seq: number;
-  at: number;
-  stream: string;
-  phase: string | null;
-  text: string;
-}
 
 async function workspaceId(
   client: HubClient,
@@ -44,16 +19,13 @@ async function workspaceId(
 ) {
   if (looksLikeId(ref)) return ref;
   const realmId = await resolveRealm(client, realm ?? 'default', org);
-  const page = await client.call<Page<{ id: string; name: string; path: string }>>('workspaces/list', {
-    realm_id: realmId,
-    limit: 500,
-  });
+  const page = await client.api.call('workspaces/list', { realm_id: realmId, limit: 500 });
   const hit = page.data.find((w) => w.name === ref || w.path === ref);
   if (!hit) throw new CliError(`no workspace "${ref}" in that realm`);
   return hit.id;
 }
 
-function runRecord(r: RunRow): string {
+function runRecord(r: Run): string {
   return formatRecord([
     ['id', r.run_id],
     ['name', r.run_name],
@@ -86,20 +58,20 @@ async function followRun(client: HubClient, runId: string, onEvent: (e: StreamEv
       onEvent,
     });
   } catch (err) {
-    if (err instanceof StreamRefused) throw new ApiError(err.code, err.message, err.status, null);
+    if (err instanceof StreamRefused) throw new ApiError(err.code, err.message, err.status, null, null);
     throw err;
   }
 }
 
 /** Follows a run until it ends; prints a line per change. Answers the final run. */
-async function watch(client: HubClient, runId: string, out: (s: string) => void) {
+async function watch(client: HubClient, runId: string, out: (s: string) => void): Promise<Run> {
   let last = '';
   const spinner = ['|', '/', '-', '\\'];
   let tick = 0;
-  let final: RunRow | null = null;
+  let final: Run | null = null;
   await followRun(client, runId, (e) => {
     if (e.event !== 'state') return false;
-    const r = e.data as RunRow;
+    const r = e.data as Run;
     const line = `${r.run_name}: ${r.state}${r.current_phase ? ` · phase ${r.current_phase}` : ''}${
       r.pending_control ? ` · ${r.pending_control.type} pending` : ''
     }`;
@@ -111,7 +83,7 @@ async function watch(client: HubClient, runId: string, out: (s: string) => void)
     return final !== null;
   });
   // The stream ended without a final state (the hub closed it): ask once.
-  return final ?? (await client.call<{ data: RunRow }>('runs/get_by_id', { run_id: runId })).data;
+  return final ?? (await client.api.call('runs/get_by_id', { run_id: runId })).data;
 }
 
 export default defineCommand({
@@ -128,11 +100,11 @@ export default defineCommand({
       .option('--input <key=value>', 'an input (repeatable; JSON values are parsed)', parseInput, {})
       .option('--name <name>', 'run name (default: <team>-<counter>)')
       .option('--external-id <id>', 'your own reference for the run')
+      .option('--watch', 'follow the run until it ends (exit code 0 only when it succeeds)')
       .option(
         '--idempotency-key <key>',
         'a repeat with the same key in the realm within 24 h answers the first run instead of starting another',
       )
-      .option('--watch', 'follow the run until it ends (exit code 0 only when it succeeds)')
       .action(
         async (
           team: string | undefined,
@@ -144,14 +116,14 @@ export default defineCommand({
             input: Record<string, unknown>;
             name?: string;
             externalId?: string;
-            idempotencyKey?: string;
             watch?: boolean;
+            idempotencyKey?: string;
           },
           c,
         ) => {
           if (!team === !opts.agent) throw usageError('give a team, or --agent');
           const s = session(ctx, c);
-          const body: Record<string, unknown> = { inputs: opts.input };
+          const body: Request<'runs/new'> = { inputs: opts.input };
           if (opts.agent) Object.assign(body, { agent: opts.agent, execution_type: 'agent' });
           else if (looksLikeId(team!)) body.team_id = team;
           else body.team = team;
@@ -161,7 +133,7 @@ export default defineCommand({
           if (opts.name) body.run_name = opts.name;
           if (opts.externalId) body.external_id = opts.externalId;
           if (opts.idempotencyKey) body.idempotency_key = opts.idempotencyKey;
-          const reply = await s.client.call<{ data: RunRow }>('runs/new', body);
+          const reply = await s.client.api.call('runs/new', body);
           s.print(
             reply,
             () => `Started run ${reply.data.run_name} (${reply.data.run_id}): ${reply.data.state}.\n`,
@@ -181,7 +153,7 @@ export default defineCommand({
       .option('--history', 'with its history')
       .action(async (runId: string, opts: { history?: boolean }, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: RunRow }>('runs/get_by_id', {
+        const reply = await s.client.api.call('runs/get_by_id', {
           run_id: runId,
           ...(opts.history ? { with_history: true } : {}),
         });
@@ -219,9 +191,9 @@ export default defineCommand({
       ) => {
         const s = session(ctx, c);
         const realmId = await resolveRealm(s.client, opts.realm ?? 'default', opts.org);
-        const reply = await s.client.call<Page<RunRow>>('runs/list', {
+        const reply = await s.client.api.call('runs/list', {
           realm_id: realmId,
-          ...(opts.state ? { state: opts.state } : {}),
+          ...(opts.state ? { state: opts.state as RunState } : {}),
           ...(opts.team ? { team_id: opts.team } : {}),
           ...pageArgs(opts),
         });
@@ -274,10 +246,7 @@ export default defineCommand({
         }
         let after = opts.after ?? 0;
         for (;;) {
-          const reply = await s.client.call<{ data: LogLine[]; next_after: number; has_more: boolean }>(
-            'runs/logs',
-            { run_id: runId, after },
-          );
+          const reply = await s.client.api.call('runs/logs', { run_id: runId, after });
           for (const l of reply.data) print(l);
           after = reply.next_after;
           if (!reply.has_more) return;
@@ -291,7 +260,7 @@ export default defineCommand({
       .option('--reason <text>', 'why')
       .action(async (runId: string, opts: { reason?: string }, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: RunRow }>('runs/cancel', {
+        const reply = await s.client.api.call('runs/cancel', {
           run_id: runId,
           ...(opts.reason ? { reason: opts.reason } : {}),
         });
@@ -308,7 +277,7 @@ export default defineCommand({
       .argument('<run>', 'run id')
       .action(async (runId: string, _opts: unknown, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: RunRow }>('runs/resume', { run_id: runId });
+        const reply = await s.client.api.call('runs/resume', { run_id: runId });
         s.print(reply, () => `Run ${reply.data.run_id} resumed: ${reply.data.state}.\n`);
       });
 
@@ -321,7 +290,7 @@ export default defineCommand({
       .requiredOption('--reason <text>', 'why (recorded)')
       .action(async (runId: string, opts: { reason: string }, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: RunRow }>('runs/force_terminate', {
+        const reply = await s.client.api.call('runs/force_terminate', {
           run_id: runId,
           reason: opts.reason,
         });

@@ -1,13 +1,5 @@
-import type { Page } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { col, formatRecord, time } from '../output.js';
-
-interface Setting {
-  daemon_id: string;
-  key: string;
-  value: string;
-  updated_at: number;
-}
 
 export default defineCommand({
   summary: 'Deployment-wide settings: set, get, list, remove',
@@ -19,7 +11,7 @@ export default defineCommand({
       .argument('<value>', 'the value (a string)')
       .action(async (key: string, value: string, _opts, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: Setting }>('settings/set', { key, value });
+        const reply = await s.client.api.call('settings/set', { key, value });
         s.print(reply, () => `${key} = ${value}\n`);
       });
 
@@ -29,7 +21,7 @@ export default defineCommand({
       .argument('<key>')
       .action(async (key: string, _opts, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ setting: Setting | null }>('settings/get_by_key', { key });
+        const reply = await s.client.api.call('settings/get_by_key', { key });
         s.print(reply, () =>
           reply.setting
             ? formatRecord([
@@ -44,7 +36,7 @@ export default defineCommand({
     withPaging(cmd.command('list').description('Every setting')).action(
       async (opts: { limit?: number; cursor?: string }, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<Page<Setting>>('settings/list', pageArgs(opts));
+        const reply = await s.client.api.call('settings/list', pageArgs(opts));
         s.printPage(
           reply,
           [col('KEY', 'key'), col('VALUE', 'value'), col('UPDATED', (r) => time(r.updated_at))],
@@ -59,7 +51,7 @@ export default defineCommand({
       .argument('<key>')
       .action(async (key: string, _opts, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ removed: boolean }>('settings/remove', { key });
+        const reply = await s.client.api.call('settings/remove', { key });
         s.print(reply, () => (reply.removed ? `Removed ${key}.\n` : `${key} was not set.\n`));
       });
   },

@@ -1,28 +1,13 @@
+import type { TeamVersion } from '../../shared/api/catalog.js';
+import type { InstallChange } from '../../shared/api/daemons.js';
 import { addCatalogCommands, ORG_HELP } from '../catalog-commands.js';
-import { type CatalogRow, resolveCatalog, resolveDaemonRef } from '../catalog-refs.js';
-import type { Page } from '../client.js';
+import { resolveCatalog, resolveDaemonRef } from '../catalog-refs.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { col, time } from '../output.js';
 
-interface TeamRow extends CatalogRow {
-  team_id: string;
-  definition: { phases: { name: string; agent?: string; team?: string; review?: boolean }[] };
-}
+type TeamRow = TeamVersion;
 
-interface InstallRow {
-  id: string;
-  daemon_id: string;
-  team_id: string;
-  team_version_id: string;
-  status: string;
-  pending: string | null;
-  installed_at: number | null;
-  updated_at: number;
-}
-
-interface InstallReply {
-  data: { status: string; tx_id: string | null; install: InstallRow | null };
-}
+type InstallReply = { data: InstallChange };
 
 export default defineCommand({
   summary: 'Teams: register, list, get, remove, install on daemons',
@@ -101,7 +86,7 @@ export default defineCommand({
       async (opts: { daemon: string; realm?: string; org?: string; limit?: number; cursor?: string }, c) => {
         const s = session(ctx, c);
         const daemonId = await resolveDaemonRef(s.client, opts.daemon, opts);
-        const reply = await s.client.call<Page<InstallRow>>('teams/list_installs', {
+        const reply = await s.client.api.call('teams/list_installs', {
           daemon_id: daemonId,
           ...pageArgs(opts),
         });

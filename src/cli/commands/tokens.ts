@@ -49,16 +49,6 @@ async function createLocal(ctx: CliContext, c: Command, opts: CreateOptions): Pr
   );
 }
 
-interface TokenRow {
-  id: string;
-  name: string;
-  kind: string;
-  hint: string;
-  created_at: number;
-  expires_at: number | null;
-  last_used_at: number | null;
-}
-
 export default defineCommand({
   summary: 'Personal access tokens: create, list, revoke',
   register(cmd, ctx) {
@@ -88,7 +78,7 @@ export default defineCommand({
         if (!name) throw usageError('missing argument: name (or --local for a daemon token)');
         const password = opts.passwordStdin ? await readStdin(ctx, 'your password') : undefined;
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: TokenRow & { token: string } }>('tokens/create', {
+        const reply = await s.client.api.call('tokens/create', {
           name,
           ...(opts.expiresInDays ? { expires_in_days: opts.expiresInDays } : {}),
           ...(password !== undefined ? { password } : {}),
@@ -107,7 +97,7 @@ export default defineCommand({
       .description('Your live tokens (never their secrets)')
       .action(async (_opts, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: TokenRow[]; next_cursor: string | null }>('tokens/list');
+        const reply = await s.client.api.call('tokens/list');
         s.printPage(
           reply,
           [
@@ -128,7 +118,7 @@ export default defineCommand({
       .argument('<id>', 'token id (see svc tokens list)')
       .action(async (id: string, _opts, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call('tokens/revoke', { id });
+        const reply = await s.client.api.call('tokens/revoke', { id });
         s.print(reply, () => `Revoked token ${id}.\n`);
       });
   },

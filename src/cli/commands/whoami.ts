@@ -1,25 +1,17 @@
+import type { User, WhoAmI } from '../../shared/api/access.js';
 import { defineCommand, session } from '../command.js';
 import { formatRecord } from '../output.js';
 
-export interface UserOut {
-  id: string;
-  handle: string;
-  email: string;
-  display_name: string;
-  status: string;
-  is_site_admin: boolean;
-}
+export type UserOut = User;
 
-export interface WhoamiReply {
-  data: { user: UserOut | null; daemon: { id: string; realm_id: string; name: string } | null };
-}
+export type WhoamiReply = { data: WhoAmI };
 
 export default defineCommand({
   summary: 'Show who the current token belongs to',
   register(cmd, ctx) {
     cmd.action(async (_opts, c) => {
       const s = session(ctx, c);
-      const reply = await s.client.call<WhoamiReply>('auth/whoami');
+      const reply = await s.client.api.call('auth/whoami');
       s.print(reply, () => {
         const { user, daemon } = reply.data;
         const hub: [string, unknown] = ['hub', s.client.url];

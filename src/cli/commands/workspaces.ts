@@ -1,23 +1,9 @@
 import path from 'node:path';
 import { resolveCatalog, resolveDaemonRef } from '../catalog-refs.js';
-import type { Page } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
 import { looksLikeId, realmOrg, resolveRealm } from '../resolve.js';
-
-interface WorkspaceRow {
-  id: string;
-  daemon_id: string;
-  realm_id: string;
-  path: string;
-  name: string;
-  team_ids: string[];
-  status: 'pending' | 'ready' | 'failed';
-  error: { code: string; message: string } | null;
-  created_at: number;
-  updated_at: number;
-}
 
 const DAEMON_HELP = 'daemon id, or name (in --realm, default "default")';
 const REALM_HELP = 'realm id or name (to find the daemon by name)';
@@ -37,7 +23,7 @@ export default defineCommand({
       .action(async (p: string, opts: { daemon: string; name?: string; realm?: string; org?: string }, c) => {
         const s = session(ctx, c);
         const daemonId = await resolveDaemonRef(s.client, opts.daemon, opts);
-        const reply = await s.client.call<{ data: WorkspaceRow }>('workspaces/register', {
+        const reply = await s.client.api.call('workspaces/register', {
           daemon_id: daemonId,
           path: path.resolve(ctx.cwd, p),
           ...(opts.name ? { name: opts.name } : {}),
@@ -63,7 +49,7 @@ export default defineCommand({
         const filter = opts.daemon
           ? { daemon_id: await resolveDaemonRef(s.client, opts.daemon, opts) }
           : { realm_id: await resolveRealm(s.client, opts.realm ?? 'default', opts.org) };
-        const reply = await s.client.call<Page<WorkspaceRow>>('workspaces/list', {
+        const reply = await s.client.api.call('workspaces/list', {
           ...filter,
           ...pageArgs(opts),
         });
@@ -89,7 +75,7 @@ export default defineCommand({
       .argument('<workspace>', 'workspace id')
       .action(async (id: string, _opts: unknown, c) => {
         const s = session(ctx, c);
-        const reply = await s.client.call<{ data: WorkspaceRow }>('workspaces/get', { id });
+        const reply = await s.client.api.call('workspaces/get', { id });
         const w = reply.data;
         s.print(reply, () =>
           formatRecord([
@@ -120,7 +106,7 @@ export default defineCommand({
               path: path.resolve(ctx.cwd, ref),
             }
           : { id: ref };
-        const reply = await s.client.call<{ removed: boolean }>('workspaces/remove', body);
+        const reply = await s.client.api.call('workspaces/remove', body);
         s.print(reply, () => (reply.removed ? `Removed workspace ${ref}.\n` : `No workspace ${ref}.\n`));
       });
 
@@ -131,14 +117,14 @@ export default defineCommand({
       .argument('[teams...]', 'team ids or names (none: clear)')
       .action(async (id: string, teams: string[], _opts: unknown, c) => {
         const s = session(ctx, c);
-        const w = (await s.client.call<{ data: WorkspaceRow }>('workspaces/get', { id })).data;
+        const w = (await s.client.api.call('workspaces/get', { id })).data;
         const orgId = teams.length ? await realmOrg(s.client, w.realm_id) : null;
         const teamIds: string[] = [];
         for (const t of teams) {
           if (t.includes('@')) throw usageError(`teams are assigned by name or id, without a version: ${t}`);
           teamIds.push(looksLikeId(t) ? t : (await resolveCatalog(s.client, 'teams', t, orgId!)).team_id!);
         }
-        const reply = await s.client.call<{ data: WorkspaceRow }>('workspaces/assign_teams', {
+        const reply = await s.client.api.call('workspaces/assign_teams', {
           workspace_id: id,
           team_ids: teamIds,
         });

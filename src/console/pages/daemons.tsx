@@ -86,7 +86,7 @@ export function DaemonsPage() {
             ) : (
               <ul class="chips">
                 {installs.map((i) => (
-                  <li key={i.id} title={i.error ?? undefined}>
+                  <li key={i.id} title={i.error ? `${i.error.code}: ${i.error.message}` : undefined}>
                     {name(i.team_version_id)}
                     {i.status !== 'installed' || i.pending ? (
                       <span class="muted"> ({i.pending ? 'pending' : i.status})</span>

@@ -1,8 +1,9 @@
 import type { UsersTable } from '../../db/schema.js';
+import type { User } from '../../shared/api/access.js';
 import { hashSecret, mintToken, tokenHint } from '../../shared/tokens.js';
 import type { Hub } from '../context.js';
 
-export function userOut(u: UsersTable) {
+export function userOut(u: UsersTable): User {
   return {
     id: u.id,
     handle: u.handle,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { AgentsTable } from '../../db/schema.js';
+import type { Agent } from '../../shared/api/catalog.js';
 import { conflict, notFound } from '../../shared/errors.js';
 import { requireOrg, requireUser } from '../access/access.service.js';
 import type { Hub } from '../context.js';
@@ -9,7 +10,7 @@ import { documentInput, getInput, listInput, registerFields } from './catalog.sc
 import { normalizeAgentManifest } from './manifest.js';
 import { byNameNewestFirst, offsetPage, registerVersion } from './versions.js';
 
-export function agentOut(a: AgentsTable, withManifest = false) {
+export function agentOut(a: AgentsTable, withManifest = false): Agent {
   return {
     id: a.id,
     org_id: a.org_id,

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { TeamInstallsTable, TeamVersionsTable } from '../../db/schema.js';
+import type { TeamInstall } from '../../shared/api/daemons.js';
 import type { AgentBundle, TeamInstallCommand, TeamVersionBundle } from '../../shared/protocol-catalog.js';
 import type { Hub } from '../context.js';
 import type { PinnedDefinition } from './manifest.js';
@@ -100,7 +101,7 @@ export async function settleInstalls(hub: Hub, filter: { daemonId?: string; real
   }
 }
 
-export function installOut(r: TeamInstallsTable) {
+export function installOut(r: TeamInstallsTable): TeamInstall {
   return {
     id: r.id,
     daemon_id: r.daemon_id,
@@ -110,7 +111,7 @@ export function installOut(r: TeamInstallsTable) {
     status: r.status,
     pending: r.pending_action,
     tx_id: r.pending_tx_id,
-    error: r.last_error === null ? null : (JSON.parse(r.last_error) as unknown),
+    error: r.last_error === null ? null : (JSON.parse(r.last_error) as { code: string; message: string }),
     installed_at: r.installed_at,
     uninstalled_at: r.uninstalled_at,
     updated_at: r.updated_at,

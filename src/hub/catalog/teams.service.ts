@@ -1,4 +1,5 @@
 import type { TeamVersionsTable } from '../../db/schema.js';
+import type { TeamVersion } from '../../shared/api/catalog.js';
 import { AppError } from '../../shared/errors.js';
 import type { Hub } from '../context.js';
 import { findAgent, findTeamVersion } from './catalog.repo.js';
@@ -64,7 +65,7 @@ async function refuseCycles(
   for (const p of phases) if (p.team_version_id) await walk(p.team_version_id, [self]);
 }
 
-export function teamOut(tv: TeamVersionsTable) {
+export function teamOut(tv: TeamVersionsTable): TeamVersion {
   return {
     id: tv.id,
     team_id: tv.team_id,

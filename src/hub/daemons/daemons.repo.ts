@@ -1,12 +1,13 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { DaemonsTable } from '../../db/schema.js';
+import type { Daemon } from '../../shared/api/daemons.js';
 import { notFound } from '../../shared/errors.js';
 import { requireRealm, requireUser } from '../access/access.service.js';
 import type { Actor } from '../access/actor.js';
 import type { Hub } from '../context.js';
 
-export const daemonOut = (d: DaemonsTable) => ({
+export const daemonOut = (d: DaemonsTable): Daemon => ({
   id: d.id,
   realm_id: d.realm_id,
   name: d.name,

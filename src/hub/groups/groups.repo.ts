@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { GroupsTable } from '../../db/schema.js';
+import type { Group } from '../../shared/api/access.js';
 
 export async function findGroup(db: Kysely<DB>, groupId: string): Promise<GroupsTable | undefined> {
   return db.selectFrom('groups').selectAll().where('id', '=', groupId).executeTakeFirst();
@@ -25,7 +26,7 @@ export async function membersOf(
 }
 
 /** Group as the API shows it. */
-export const groupOut = (g: GroupsTable, members: { user_id: string; handle: string }[]) => ({
+export const groupOut = (g: GroupsTable, members: { user_id: string; handle: string }[]): Group => ({
   id: g.id,
   org_id: g.org_id,
   name: g.name,

@@ -1,11 +1,13 @@
 import { z } from 'zod';
+import type { OpName, REPLIES } from '../../shared/api/operations.js';
 import type { Actor } from '../access/actor.js';
 import type { Hub } from '../context.js';
 
 /**
  * An operation of the hub API: `POST /v1/<name>`, a zod schema for its body and a handler.
  * The handler's return value is spread into `{ok: true, ...}`, so it returns `{data}`,
- * `{removed}`, `{setting}`… exactly as the spec shows for that operation.
+ * `{removed}`, `{setting}`… exactly as the spec shows for that operation; its type is the
+ * operation's reply in the API module (src/shared/api/operations.ts).
  */
 export interface OpContext extends Hub {
   actor: Actor | null;
@@ -15,14 +17,19 @@ export interface OpContext extends Hub {
   status(code: number): void;
 }
 
-export interface Op<S extends z.ZodType = z.ZodType> {
-  name: string;
+/** The reply of the operation named N, without `ok` (any object for a name the API module lacks). */
+export type ReplyBody<N extends string> = N extends OpName
+  ? z.input<(typeof REPLIES)[N]>
+  : Record<string, unknown>;
+
+export interface Op<S extends z.ZodType = z.ZodType, N extends string = string> {
+  name: N;
   summary: string;
   input: S;
-  handler(ctx: OpContext, input: z.output<S>): Promise<Record<string, unknown>>;
+  handler(ctx: OpContext, input: z.output<S>): Promise<ReplyBody<N>>;
 }
 
-export function op<S extends z.ZodType>(def: Op<S>): Op {
+export function op<S extends z.ZodType, N extends OpName>(def: Op<S, N>): Op {
   return def as unknown as Op;
 }
 

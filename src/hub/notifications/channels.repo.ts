@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { NotificationChannelsTable } from '../../db/schema.js';
+import type { Channel } from '../../shared/api/notifications.js';
 import { forbidden, notFound } from '../../shared/errors.js';
 import { requireOrg, requireRealm, requireUser } from '../access/access.service.js';
 import type { Actor } from '../access/actor.js';
@@ -10,7 +11,7 @@ import type { Destination } from './kinds.js';
 export const parseDestinations = (json: string): Destination[] => JSON.parse(json) as Destination[];
 
 /** The spec's Notification channel. The secret never leaves through here. */
-export function channelOut(c: NotificationChannelsTable, ruleCount: number) {
+export function channelOut(c: NotificationChannelsTable, ruleCount: number): Channel {
   return {
     id: c.id,
     realm_id: c.realm_id,

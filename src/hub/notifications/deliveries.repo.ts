@@ -1,9 +1,10 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { NotificationAttemptsTable, NotificationDeliveriesTable } from '../../db/schema.js';
+import type { Delivery } from '../../shared/api/notifications.js';
 
 /** A delivery as `notifications/list_deliveries` shows it, with its attempts (oldest first). */
-export function deliveryOut(d: NotificationDeliveriesTable, attempts: NotificationAttemptsTable[]) {
+export function deliveryOut(d: NotificationDeliveriesTable, attempts: NotificationAttemptsTable[]): Delivery {
   return {
     id: d.id,
     channel_id: d.channel_id,

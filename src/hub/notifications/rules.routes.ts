@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { DB } from '../../db/index.js';
 import type { NotificationRulesTable } from '../../db/schema.js';
+import type { Rule } from '../../shared/api/notifications.js';
 import { RUN_STATES } from '../../shared/api/run-states.js';
 import { AppError, invalidParams, notFound } from '../../shared/errors.js';
 import { requireOrg, requireRealm, requireUser } from '../access/access.service.js';
@@ -13,7 +14,7 @@ import { unusableChannelIds } from './channels.repo.js';
 import { EVENT_KINDS } from './kinds.js';
 
 /** A notification rule (the spec shows only its id; the rest is ours, docs/api.md). */
-export function ruleOut(r: NotificationRulesTable, channelIds: string[]) {
+export function ruleOut(r: NotificationRulesTable, channelIds: string[]): Rule {
   const filter = {
     ...(r.filter_team_id !== null ? { team_id: r.filter_team_id } : {}),
     ...(r.filter_state !== null ? { state: r.filter_state } : {}),

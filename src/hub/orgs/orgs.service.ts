@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { type DB, updateOne } from '../../db/index.js';
 import type { InvitesTable, OrgsTable, UsersTable } from '../../db/schema.js';
+import type { Invite, Org } from '../../shared/api/access.js';
 import { conflict, notFound } from '../../shared/errors.js';
 import { hashSecret, mintToken, tokenKind } from '../../shared/tokens.js';
 import { freeHandle, issueUserToken, userOut } from '../auth/users.js';
@@ -30,7 +31,7 @@ export async function orgOut(
   db: Kysely<DB>,
   org: OrgsTable,
   opts: { isoTimes?: boolean; reactivated?: boolean } = {},
-) {
+): Promise<Org> {
   const owner = await db
     .selectFrom('users')
     .select(['id', 'email'])
@@ -48,7 +49,7 @@ export async function orgOut(
   };
 }
 
-export function inviteOut(inv: InvitesTable, code?: string) {
+export function inviteOut(inv: InvitesTable, code?: string): Invite {
   return {
     invite_id: inv.id,
     org_id: inv.org_id,

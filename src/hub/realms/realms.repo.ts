@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { RealmMembersTable, RealmsTable } from '../../db/schema.js';
+import type { Realm } from '../../shared/api/access.js';
 
 export async function insertRealm(db: Kysely<DB>, row: RealmsTable): Promise<RealmsTable> {
   await db.insertInto('realms').values(row).execute();
@@ -16,7 +17,7 @@ export async function upsertRealmMember(db: Kysely<DB>, row: RealmMembersTable):
     .execute();
 }
 
-export const realmOut = (r: RealmsTable) => ({
+export const realmOut = (r: RealmsTable): Realm => ({
   id: r.id,
   org_id: r.org_id,
   name: r.name,

@@ -187,7 +187,7 @@ describe('retention', () => {
       deadline_at: null,
       closed_at: r.updated_at,
       closed_by: null,
-      verdict_action: 'approve',
+      verdict_action: 'approve' as const,
       verdict_comment: null,
     });
     await db

@@ -1,22 +1,18 @@
 import { type Kysely, sql } from 'kysely';
 import { type DB, updateOne } from '../../db/index.js';
 import type { ReviewsTable } from '../../db/schema.js';
+import type { Review } from '../../shared/api/reviews.js';
+import {
+  REVIEW_ACTIONS,
+  REVIEW_STATES,
+  type ReviewAction,
+  type ReviewState,
+} from '../../shared/api/reviews.js';
 
 /** Reviews: SQL and the row → Review mapper (src/hub/reviews/). */
 
-export const REVIEW_STATES = [
-  'open',
-  'approved',
-  'rejected',
-  'changes_requested',
-  'expired',
-  'cancelled',
-] as const;
-export type ReviewState = (typeof REVIEW_STATES)[number];
+export { REVIEW_ACTIONS, REVIEW_STATES, type ReviewAction, type ReviewState };
 export const CLOSED_STATES: readonly ReviewState[] = REVIEW_STATES.filter((s) => s !== 'open');
-
-export const REVIEW_ACTIONS = ['approve', 'reject', 'request_changes', 'comment'] as const;
-export type ReviewAction = (typeof REVIEW_ACTIONS)[number];
 
 /** The state a closing action leaves the review in (`comment` closes nothing). */
 export const CLOSES_AS: Record<Exclude<ReviewAction, 'comment'>, ReviewState> = {
@@ -92,7 +88,7 @@ export async function insertSubmission(
   row: {
     id: string;
     review_id: string;
-    action: string;
+    action: ReviewAction;
     comment: string | null;
     actor_id: string | null;
     actor_handle: string | null;
@@ -151,7 +147,7 @@ export const reviewersOf = (r: Pick<ReviewsTable, 'reviewers'>): string[] | null
   r.reviewers === null ? null : (JSON.parse(r.reviewers) as string[]);
 
 /** The Review as the API shows it (docs/api.md, "Reviews"). */
-export function reviewOut(r: ReviewRow, canSubmit: boolean) {
+export function reviewOut(r: ReviewRow, canSubmit: boolean): Review {
   return {
     id: r.id,
     run_id: r.run_id,

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { ReviewsTable, RunsTable } from '../../db/schema.js';
+import type { Actor as HistoryActor } from '../../shared/api/runs.js';
 import { conflict, forbidden, invalidParams, notFound } from '../../shared/errors.js';
 import { type RealmRole, realmAllows } from '../../shared/permissions.js';
 import type { ReviewMessagePayload, ReviewRequestBody } from '../../shared/protocol.js';
@@ -209,13 +210,7 @@ function deliver(
 }
 
 /** Fails a run that awaits a review (reject, round limit, expiry), with its `run.ended` entry. */
-function failAwaitingRun(
-  tx: Tx,
-  run: RunsTable,
-  error: string,
-  phase: string,
-  actor: Record<string, unknown>,
-) {
+function failAwaitingRun(tx: Tx, run: RunsTable, error: string, phase: string, actor: HistoryActor) {
   return mustTransition(tx, run, 'failed', {
     set: { error, pending_control: null, current_phase: phase },
     history: { phase, error, actor },

@@ -1,5 +1,6 @@
 import type { RunsTable } from '../../db/schema.js';
 import { isTerminal } from '../../shared/api/run-states.js';
+import type { Actor as HistoryActor } from '../../shared/api/runs.js';
 import { AppError, conflict } from '../../shared/errors.js';
 import type { Actor } from '../access/actor.js';
 import type { Hub } from '../context.js';
@@ -36,7 +37,7 @@ export async function cancelRun(hub: Hub, actor: Actor | null, runId: string, re
 export async function requestCancel(
   hub: Hub,
   run: RunsTable,
-  by: { actor: Record<string, unknown>; user_id: string | null },
+  by: { actor: HistoryActor; user_id: string | null },
   reason: string | null,
 ): Promise<void> {
   const who = by.actor;

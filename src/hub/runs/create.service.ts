@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { type DB, isUniqueViolation } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
+import type { Actor as HistoryActor, Run } from '../../shared/api/runs.js';
 import { AppError, conflict, invalidParams, notFound } from '../../shared/errors.js';
 import type { StartChildBody } from '../../shared/protocol.js';
 import { countsAsRealmMember, requireRealm } from '../access/access.service.js';
@@ -15,7 +16,7 @@ import { loadWorkspace, requireReadyWorkspace } from '../workspaces/workspaces.r
 import { dispatchIn, planDispatch, runDefinition } from './dispatch.service.js';
 import { addHistory } from './history.repo.js';
 import { heldRun } from './read.service.js';
-import { daemonActor, json, type RunOut, runOut, toJson, userActor } from './run.mapper.js';
+import { daemonActor, json, runOut, toJson, userActor } from './run.mapper.js';
 import {
   insertIdempotencyKey,
   insertRunRow,
@@ -48,7 +49,7 @@ export interface NewRunInput {
 /** Who starts a run: a person, or a schedule or trigger a person made (its history actor). */
 export interface Starter {
   user_id: string | null;
-  actor: Record<string, unknown>;
+  actor: HistoryActor;
 }
 
 /**
@@ -62,7 +63,7 @@ const CLAIM_TAKEN = new Error('claim taken');
 
 /** A start's answer: the run, and whether it is new (201) or the first run of its key (200). */
 export interface Started {
-  run: RunOut;
+  run: Run;
   created: boolean;
 }
 
@@ -100,7 +101,7 @@ export async function insertRun(
   db: Kysely<DB>,
   hub: Hub,
   seed: RunSeed,
-  actor: Record<string, unknown>,
+  actor: HistoryActor,
 ): Promise<RunsTable> {
   const now = hub.now();
   const runName =

@@ -2,9 +2,10 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { RunHistoryTable, RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
+import type { Actor, HistoryEntry as HistoryOut } from '../../shared/api/runs.js';
 import type { Hub } from '../context.js';
 import { recordEvent } from '../events/events.js';
-import { type HistoryOut, json, toJson } from './run.mapper.js';
+import { json, toJson } from './run.mapper.js';
 
 /** A run's history (SQL): every entry also becomes an event in the same transaction. */
 
@@ -13,7 +14,7 @@ export interface HistoryEntry {
   from_phase?: string | null;
   phase?: string | null;
   error?: string | null;
-  actor?: Record<string, unknown> | null;
+  actor?: Actor | null;
   /** Details of the entry (a review's id and summary…): stored, shown, and added to the event. */
   data?: Record<string, unknown> | null;
 }
@@ -114,7 +115,7 @@ function historyOut(r: RunHistoryTable): HistoryOut {
     from_phase: r.from_phase,
     phase: r.phase,
     error: r.error,
-    actor: json<Record<string, unknown>>(r.actor),
+    actor: json<Actor>(r.actor),
     state: r.state,
     data: json<Record<string, unknown>>(r.data),
   };

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
+import type { Run } from '../../shared/api/runs.js';
 import { AppError, conflict, forbidden, notFound } from '../../shared/errors.js';
 import { requireRealm } from '../access/access.service.js';
 import type { Actor, DaemonActor, UserActor } from '../access/actor.js';
@@ -9,7 +10,7 @@ import { daemonOnline } from '../daemons/daemons.repo.js';
 import { pageOf } from '../http/paging.js';
 import { listHistory } from './history.repo.js';
 import { logLinesAfter } from './logs.repo.js';
-import { type RunOut, runOut } from './run.mapper.js';
+import { runOut } from './run.mapper.js';
 import { listRunRows, loadRun, type RunListFilter } from './runs.repo.js';
 
 /** Reading runs: who may see one, and the Run, list and logs replies. */
@@ -63,14 +64,14 @@ export async function managedRun(
   return { run, user: user! };
 }
 
-export async function showRun(hub: Hub, run: RunsTable, withHistory: boolean): Promise<RunOut> {
-  const out: RunOut = runOut(run, await daemonOnline(hub.db, run.daemon_id), hub.now());
+export async function showRun(hub: Hub, run: RunsTable, withHistory: boolean): Promise<Run> {
+  const out: Run = runOut(run, await daemonOnline(hub.db, run.daemon_id), hub.now());
   if (withHistory) out.history = await listHistory(hub.db, run.run_id);
   return out;
 }
 
 /** The run as it is now. */
-export async function showRunNow(hub: Hub, runId: string): Promise<RunOut> {
+export async function showRunNow(hub: Hub, runId: string): Promise<Run> {
   return showRun(hub, (await loadRun(hub.db, runId))!, false);
 }
 

@@ -1,31 +1,17 @@
 import type { RunsTable } from '../../db/schema.js';
 import { isTerminal } from '../../shared/api/run-states.js';
+import type { Actor, ForceTerminate, PendingControl, Run } from '../../shared/api/runs.js';
+
+export type { PendingControl };
 
 /** Runs: the row → Run mapper and the pure rules it shows (force-terminate eligibility). */
 
 /** A cancel that waited this long for its daemon makes the run eligible for force-terminate. */
 export const CANCEL_WAIT_MS = 60_000;
 
-export interface PendingControl {
-  type: 'cancel' | 'resume';
-  tx_id: string;
-  requested_by: string | null;
-  requested_at: number;
-}
-
 export const json = <T>(s: string | null): T | null => (s === null ? null : (JSON.parse(s) as T));
 export const toJson = (v: unknown): string | null =>
   v === undefined || v === null ? null : JSON.stringify(v);
-
-export interface ForceTerminate {
-  already_terminated: boolean;
-  terminated_at: number | null;
-  terminated_by_user_id: string | null;
-  terminated_reason: string | null;
-  eligible: boolean;
-  trigger: string | null;
-  blocker: string | null;
-}
 
 /**
  * Whether a run may be force-terminated (CONTRACT.md §5): not terminal (a lost run may), and its
@@ -56,7 +42,7 @@ export function forceTerminateOf(run: RunsTable, daemonOnline: boolean, now: num
 }
 
 /** The Run as the API shows it (spec: Run resource), plus `outputs` (phase name → outputs). */
-export function runOut(run: RunsTable, daemonOnline: boolean, now: number) {
+export function runOut(run: RunsTable, daemonOnline: boolean, now: number): Run {
   return {
     run_id: run.run_id,
     workspace_id: run.workspace_id,
@@ -90,23 +76,11 @@ export function runOut(run: RunsTable, daemonOnline: boolean, now: number) {
     outputs: json<Record<string, unknown>>(run.outputs) ?? {},
   };
 }
-export type RunOut = ReturnType<typeof runOut> & { history?: HistoryOut[] };
 
-export interface HistoryOut {
-  type: string;
-  at: number;
-  from_phase: string | null;
-  phase: string | null;
-  error: string | null;
-  actor: Record<string, unknown> | null;
-  state: string;
-  data: Record<string, unknown> | null;
-}
-
-export const userActor = (u: { id: string; handle: string }) => ({
+export const userActor = (u: { id: string; handle: string }): Actor => ({
   type: 'user',
   user_id: u.id,
   handle: u.handle,
 });
-export const daemonActor = (daemonId: string) => ({ type: 'daemon', daemon_id: daemonId });
-export const systemActor = { type: 'system' };
+export const daemonActor = (daemonId: string): Actor => ({ type: 'daemon', daemon_id: daemonId });
+export const systemActor: Actor = { type: 'system' };

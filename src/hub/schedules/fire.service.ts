@@ -24,7 +24,7 @@ export const CATCH_UP_MAX = 100;
 /** `overlap: queue` keeps at most this many times waiting. */
 export const QUEUE_MAX = 100;
 
-export const scheduleActor = (id: string) => ({ type: 'schedule', schedule_id: id });
+export const scheduleActor = (id: string) => ({ type: 'schedule' as const, schedule_id: id });
 
 /** The slot's run, started for the schedule's creator; null when another process took the slot. */
 async function startFor(

@@ -1,12 +1,13 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { SettingsTable } from '../../db/schema.js';
+import type { Setting } from '../../shared/api/daemons.js';
 
 /** The reserved daemon_id of a deployment-wide setting. */
 export const GLOBAL = '__global__';
 
 /** Setting as the API shows it (the row's columns are exactly the spec's fields). */
-export const settingOut = (s: SettingsTable) => ({
+export const settingOut = (s: SettingsTable): Setting => ({
   daemon_id: s.daemon_id,
   key: s.key,
   value: s.value,

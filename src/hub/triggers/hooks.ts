@@ -23,7 +23,7 @@ import { insertDelivery, loadTrigger } from './triggers.repo.js';
 export const HOOK_BODY_LIMIT = 1024 * 1024;
 export const HOOK_TOLERANCE_MS = 5 * 60_000;
 
-export const triggerActor = (id: string) => ({ type: 'trigger', trigger_id: id });
+export const triggerActor = (id: string) => ({ type: 'trigger' as const, trigger_id: id });
 
 const header = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
 

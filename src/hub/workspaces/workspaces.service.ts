@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { WorkspacesTable } from '../../db/schema.js';
+import type { Workspace } from '../../shared/api/daemons.js';
 import type { CommandResult } from '../ports.js';
 
 /**
@@ -15,7 +16,7 @@ export function normalizeWorkspacePath(p: string): string {
   return n.length > 1 ? n.replace(/\/+$/, '') : n;
 }
 
-export function workspaceOut(w: WorkspacesTable) {
+export function workspaceOut(w: WorkspacesTable): Workspace {
   return {
     id: w.id,
     daemon_id: w.daemon_id,

@@ -1,0 +1,101 @@
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { api } from '../../api.js';
+import { useLive } from '../../live.js';
+import type { LogLine, Run } from '../../types.js';
+import { ErrorNote } from '../../ui.js';
+
+/** A run's log lines, followed live with the `after` cursor. */
+
+/** At most this many log lines stay in the page; older ones are dropped (the CLI shows them all). */
+const MAX_LINES = 5000;
+
+export function Logs({ run, live }: { run: Run; live: boolean }) {
+  const [lines, setLines] = useState<LogLine[]>([]);
+  const [dropped, setDropped] = useState(0);
+  const [follow, setFollow] = useState(true);
+  const box = useRef<HTMLPreElement>(null);
+  const last = useRef(0);
+  useEffect(() => {
+    last.current = 0;
+    setLines([]);
+    setDropped(0);
+  }, [run.run_id]);
+  const logs = useLive(
+    async (signal) => {
+      // Catch up in pages of 1000 (bounded per tick), then wait for the next tick.
+      for (let i = 0; i < 10; i++) {
+        const page = await api(
+          'runs/logs',
+          { run_id: run.run_id, after: last.current, limit: 1000 },
+          { signal },
+        );
+        if (signal.aborted) return;
+        const fresh = page.data.filter((l) => l.seq > last.current);
+        if (fresh.length > 0) {
+          last.current = fresh[fresh.length - 1]!.seq;
+          setLines((prev) => {
+            const all = prev.concat(fresh);
+            if (all.length <= MAX_LINES) return all;
+            setDropped((d) => d + all.length - MAX_LINES);
+            return all.slice(all.length - MAX_LINES);
+          });
+        }
+        if (!page.has_more) break;
+      }
+      return null;
+    },
+    [run.run_id],
+    live ? 1000 : null,
+  );
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (follow && el) el.scrollTop = el.scrollHeight;
+  }, [lines, follow]);
+  const onScroll = () => {
+    const el = box.current;
+    if (!el) return;
+    const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 8;
+    if (atBottom !== follow) setFollow(atBottom);
+  };
+  return (
+    <section aria-labelledby="logs-h">
+      <div class="section-head">
+        <h2 id="logs-h">Logs</h2>
+        <label class="check">
+          <input
+            type="checkbox"
+            checked={follow}
+            onChange={(e) => setFollow((e.target as HTMLInputElement).checked)}
+          />
+          Follow
+        </label>
+      </div>
+      <ErrorNote error={logs.error} what="Could not load the logs" />
+      {dropped > 0 ? (
+        <p class="note">{dropped} older lines are not shown; `svc runs logs` prints all.</p>
+      ) : null}
+      <pre
+        class="logs"
+        ref={box}
+        onScroll={onScroll}
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: the log scrolls, so the keyboard must reach it
+        tabIndex={0}
+        role="log"
+        aria-label="Run logs"
+        aria-live="off"
+      >
+        {lines.length === 0 ? (
+          <span class="muted">{logs.loading ? 'Loading…' : live ? 'No output yet.' : 'No output.'}</span>
+        ) : (
+          lines.map((l) => (
+            <span key={l.seq} class={`line ${l.stream}`}>
+              {l.phase ? <span class="tag">[{l.phase}]</span> : null}
+              {l.text}
+              {'\n'}
+            </span>
+          ))
+        )}
+      </pre>
+    </section>
+  );
+}

@@ -1,0 +1,58 @@
+import { useEffect, useRef } from 'preact/hooks';
+import { api } from '../../api.js';
+import { useLive } from '../../live.js';
+import type { Run } from '../../types.js';
+import { ReviewCard, reviewsMissing } from '../reviews.js';
+
+/** The open reviews of a run, with their verdict forms. */
+
+export function RunReviews({
+  run,
+  live,
+  now,
+  refresh,
+}: {
+  run: Run;
+  live: boolean;
+  now: number;
+  refresh: () => void;
+}) {
+  const reviews = useLive(
+    async (signal) =>
+      (
+        await api(
+          'reviews/list',
+          { realm_id: run.realm_id, run_id: run.run_id, state: 'open', limit: 100 },
+          { signal },
+        )
+      ).data,
+    [run.run_id, run.realm_id],
+    live ? 2000 : null,
+  );
+  // Reload when the run's state changes (a review opened or closed).
+  const lastState = useRef(run.state);
+  useEffect(() => {
+    if (lastState.current !== run.state) {
+      lastState.current = run.state;
+      reviews.refresh();
+    }
+  }, [run.state, reviews.refresh]);
+  if (reviewsMissing(reviews.error) || !reviews.data?.length) return null;
+  return (
+    <section aria-labelledby="reviews-h" class="run-reviews">
+      <h2 id="reviews-h">Waiting for review</h2>
+      {reviews.data.map((rv) => (
+        <ReviewCard
+          key={rv.id}
+          review={rv}
+          now={now}
+          showRun={false}
+          onDone={() => {
+            reviews.refresh();
+            refresh();
+          }}
+        />
+      ))}
+    </section>
+  );
+}

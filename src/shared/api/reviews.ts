@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import { ms } from './envelope.js';
+
+/** Reviews: a person's verdict on a phase of a run (docs/api.md "Reviews"). */
+
+export const REVIEW_STATES = [
+  'open',
+  'approved',
+  'rejected',
+  'changes_requested',
+  'expired',
+  'cancelled',
+] as const;
+export const ReviewState = z.enum(REVIEW_STATES);
+export type ReviewState = z.infer<typeof ReviewState>;
+
+export const REVIEW_ACTIONS = ['approve', 'reject', 'request_changes', 'comment'] as const;
+export const ReviewAction = z.enum(REVIEW_ACTIONS);
+export type ReviewAction = z.infer<typeof ReviewAction>;
+
+export const Review = z.strictObject({
+  id: z.string(),
+  run_id: z.string(),
+  realm_id: z.string(),
+  org_id: z.string(),
+  phase: z.string(),
+  kind: z.enum(['phase', 'agent']),
+  round: z.number(),
+  summary: z.string(),
+  state: ReviewState,
+  reviewers: z.array(z.string()).nullable(),
+  requested_at: ms,
+  deadline_at: ms.nullable(),
+  closed_at: ms.nullable(),
+  closed_by: z.strictObject({ user_id: z.string(), handle: z.string().nullable() }).nullable(),
+  verdict: z
+    .strictObject({
+      action: z.enum(['approve', 'reject', 'request_changes', 'expired']),
+      comment: z.string().nullable(),
+    })
+    .nullable(),
+  run_name: z.string(),
+  team_name: z.string().nullable(),
+  /** Whether the caller may submit a verdict now. */
+  can_submit: z.boolean(),
+});
+export type Review = z.infer<typeof Review>;
+
+/** A verdict or comment submitted on a review (`actor` null: the system). */
+export const Submission = z.strictObject({
+  action: ReviewAction,
+  comment: z.string().nullable(),
+  actor: z.strictObject({ user_id: z.string(), handle: z.string().nullable() }).nullable(),
+  created_at: ms,
+});
+
+/** `reviews/get`: the review with every submission, oldest first. */
+export const ReviewDetail = Review.extend({ submissions: z.array(Submission) });
+export type ReviewDetail = z.infer<typeof ReviewDetail>;
