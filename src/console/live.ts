@@ -1,10 +1,73 @@
 /**
- * Live data by polling (docs/console.md "Live updates"): a load runs at once, then again `intervalMs`
- * after the previous one finished (never two at a time), is paused while the tab is hidden and runs at
- * once when it shows again. A newer load aborts an older one, so a slow reply never overwrites a newer.
+ * Live data (docs/console.md "Live updates"). With a `stream` (a run's or a realm's server-sent
+ * events, CONTRACT.md §14), a load runs at once and again each time the hub pushes a change (changes
+ * close together load once); nothing polls. Without one, or while the stream cannot be opened, a load
+ * runs again `intervalMs` after the previous one finished. Either way never two loads at a time, paused
+ * while the tab is hidden and run at once when it shows again; a newer load aborts an older one, so a
+ * slow reply never overwrites a newer.
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError } from './api.js';
+import { followEvents } from '../shared/api/event-stream.js';
+import { ApiError, session } from './api.js';
+
+/** A run's event stream (its state, history and log lines), for `useLive`'s `stream`. */
+export const runEvents = (runId: string) => `/v1/runs/${encodeURIComponent(runId)}/events`;
+/** A realm's event stream (the state of each of its runs that changes). */
+export const realmEvents = (realmId: string) => `/v1/realms/${encodeURIComponent(realmId)}/events`;
+
+/** Changes pushed within this long of each other cause one load. */
+const SETTLE_MS = 150;
+
+interface Shared {
+  listeners: Set<Listener>;
+  stop: AbortController;
+  /** Whether the stream is open (else listeners poll). */
+  open: boolean;
+}
+interface Listener {
+  change(): void;
+  state(open: boolean): void;
+}
+/** One connection per stream path, shared by every component that follows it. */
+const streams = new Map<string, Shared>();
+
+function subscribe(path: string, l: Listener): () => void {
+  let s = streams.get(path);
+  if (!s) {
+    const shared: Shared = { listeners: new Set(), stop: new AbortController(), open: false };
+    const tell = (open: boolean) => {
+      shared.open = open;
+      for (const x of shared.listeners) x.state(open);
+    };
+    void followEvents(path, {
+      token: session.token(),
+      signal: shared.stop.signal,
+      onOpen: () => tell(true),
+      onEvent() {
+        for (const x of shared.listeners) x.change();
+        return false;
+      },
+    })
+      .catch(() => {})
+      // Refused, unreachable, or ended (a run that ended): the listeners go back to their interval.
+      .finally(() => {
+        if (streams.get(path) === shared) streams.delete(path);
+        tell(false);
+      });
+    streams.set(path, shared);
+    s = shared;
+  }
+  const shared = s;
+  shared.listeners.add(l);
+  if (shared.open) l.state(true);
+  return () => {
+    shared.listeners.delete(l);
+    if (shared.listeners.size === 0) {
+      streams.delete(path);
+      shared.stop.abort();
+    }
+  };
+}
 
 export interface Live<T> {
   data: T | undefined;
@@ -18,6 +81,7 @@ export function useLive<T>(
   load: (signal: AbortSignal) => Promise<T>,
   deps: readonly unknown[],
   intervalMs: number | null,
+  stream: string | null = null,
 ): Live<T> {
   const [data, setData] = useState<T | undefined>(undefined);
   const [error, setError] = useState<ApiError | null>(null);
@@ -56,25 +120,41 @@ export function useLive<T>(
       if (ctl === mine) ctl = null;
       schedule();
     };
+    // While the stream is open, loads follow its changes instead of the interval.
+    let pushed = false;
     const schedule = () => {
-      if (stopped || intervalMs === null || document.hidden) return;
+      if (stopped || intervalMs === null || document.hidden || pushed) return;
       timer = setTimeout(run, intervalMs);
     };
+    const unsubscribe = stream
+      ? subscribe(stream, {
+          change() {
+            if (stopped || document.hidden) return;
+            if (timer) clearTimeout(timer);
+            timer = setTimeout(run, SETTLE_MS);
+          },
+          state(open) {
+            pushed = open;
+            if (!open && !ctl && !timer) schedule();
+          },
+        })
+      : null;
     const onVisibility = () => {
       if (document.hidden) {
         if (timer) clearTimeout(timer);
         timer = null;
-      } else if (intervalMs !== null && !ctl) void run();
+      } else if ((intervalMs !== null || pushed) && !ctl) void run();
     };
     document.addEventListener('visibilitychange', onVisibility);
     void run();
     return () => {
       stopped = true;
+      unsubscribe?.();
       if (timer) clearTimeout(timer);
       ctl?.abort();
       document.removeEventListener('visibilitychange', onVisibility);
     };
-  }, [...deps, intervalMs, kick]);
+  }, [...deps, intervalMs, stream, kick]);
 
   const refresh = useCallback(() => setKick((k) => k + 1), []);
   return { data, error, loading, refresh };

@@ -39,6 +39,8 @@ describe('web console in headless Chromium', { skip: SKIP }, () => {
   const agents = agentDir();
   const profile = mkdtempSync(path.join(tmpdir(), 'svc-chromium-'));
   const problems: string[] = [];
+  /** Paths the console's pages requested, in order. */
+  const requested: string[] = [];
 
   before(async () => {
     h = await startTestHub();
@@ -133,6 +135,7 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ url: 'https
       if (m.type() === 'error' && !apiRefusal) problems.push(`console: ${m.text()}`);
     });
     page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    page.on('request', (req) => requested.push(new URL(req.url()).pathname));
     page.on('response', (res) => {
       // The API's refusals are part of the test; the console's own files must never fail.
       if (res.status() >= 400 && !new URL(res.url()).pathname.startsWith('/v1/')) {
@@ -227,6 +230,8 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ url: 'https
     await page.locator('table.history tr', { hasText: 'Lovely, ship it.' }).waitFor();
     await page.locator('.logs', { hasText: 'published' }).waitFor();
     await page.getByText('Waiting for review').waitFor({ state: 'detached' });
+    // The page followed the run's event stream (pushed changes), not a poll every second.
+    assert.ok(requested.includes(`/v1/runs/${runId}/events`), requested.join(' '));
     // Nothing left to do on a succeeded run.
     for (const name of ['Cancel run', 'Resume', 'Force terminate']) {
       assert.equal(await page.getByRole('button', { name }).count(), 0, name);

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { type ApiError, api } from '../api.js';
 import { humanize } from '../format.js';
-import { useLive, useNow } from '../live.js';
+import { realmEvents, useLive, useNow } from '../live.js';
 import { formatRoute } from '../router.js';
 import { useScope } from '../scope.js';
 import type { Review, ReviewAction } from '../types.js';
@@ -153,6 +153,7 @@ export function ReviewsPage({ all }: { all: boolean }) {
     },
     [realm?.id, all, mine],
     5000,
+    realm ? realmEvents(realm.id) : null,
   );
   const list = reviews.data?.data;
   return (

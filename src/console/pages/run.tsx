@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { isTerminal } from '../../shared/api/run-states.js';
 import { api } from '../api.js';
 import { formatDuration, runDuration, shortId } from '../format.js';
-import { useLive, useNow } from '../live.js';
+import { runEvents, useLive, useNow } from '../live.js';
 import { formatRoute } from '../router.js';
 import type { Run } from '../types.js';
 import { Clock, ErrorNote, PageTitle, SkeletonBlock, StateBadge } from '../ui.js';
@@ -17,12 +17,14 @@ import { History, Timeline } from './run/timeline.js';
  * and history. While the run is live it is polled every second; logs follow with the `after` cursor.
  */
 export function RunPage({ id }: { id: string }) {
-  // Polled every second while live; a run that ended is polled no more (actions refresh it).
+  // Follows the run's event stream while it lives (polling each second if the stream cannot be
+  // opened); a run that ended is loaded no more (actions refresh it).
   const [ended, setEnded] = useState(false);
   const run = useLive(
     (signal) => api('runs/get_by_id', { run_id: id, with_history: true }, { signal }).then((r) => r.data),
     [id],
     ended ? null : 1000,
+    ended ? null : runEvents(id),
   );
   const r = run.data;
   const live = r === undefined || !isTerminal(r.state);

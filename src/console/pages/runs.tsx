@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { RUN_STATES, type RunState } from '../../shared/api/run-states.js';
 import { api, listAll } from '../api.js';
 import { formatDuration, humanize, runDuration } from '../format.js';
-import { useLive, useNow } from '../live.js';
+import { realmEvents, useLive, useNow } from '../live.js';
 import { formatRoute } from '../router.js';
 import { useScope } from '../scope.js';
 import type { TeamVersion } from '../types.js';
@@ -55,6 +55,7 @@ export function RunsPage({ state, team }: { state: string | null; team: string |
     },
     [realmId, validState, team, cursor],
     3000,
+    realmId ? realmEvents(realmId) : null,
   );
 
   const setFilter = (next: { state?: string | null; team?: string | null }) => {

@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { listAll } from '../../api.js';
 import { formatDuration, humanize, runDuration } from '../../format.js';
-import { useLive } from '../../live.js';
+import { realmEvents, useLive } from '../../live.js';
 import { formatRoute } from '../../router.js';
 import { buildRunTree, countStates, descendantsOf, flattenTree } from '../../tree.js';
 import type { Run } from '../../types.js';
@@ -16,6 +16,7 @@ export function ChildRuns({ run, live, now }: { run: Run; live: boolean; now: nu
     () => listAll<'runs/list', Run>('runs/list', { realm_id: run.realm_id, root_run_id: root }, 4),
     [root, run.realm_id],
     live ? 2000 : null,
+    live ? realmEvents(run.realm_id) : null,
   );
   const tree = useMemo(() => {
     if (!runs.data) return null;

@@ -1,6 +1,6 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../../api.js';
-import { useLive } from '../../live.js';
+import { runEvents, useLive } from '../../live.js';
 import type { LogLine, Run } from '../../types.js';
 import { ErrorNote } from '../../ui.js';
 
@@ -46,6 +46,7 @@ export function Logs({ run, live }: { run: Run; live: boolean }) {
     },
     [run.run_id],
     live ? 1000 : null,
+    live ? runEvents(run.run_id) : null,
   );
   useLayoutEffect(() => {
     const el = box.current;

@@ -1,6 +1,6 @@
 import { useEffect, useRef } from 'preact/hooks';
 import { api } from '../../api.js';
-import { useLive } from '../../live.js';
+import { runEvents, useLive } from '../../live.js';
 import type { Run } from '../../types.js';
 import { ReviewCard, reviewsMissing } from '../reviews.js';
 
@@ -28,6 +28,7 @@ export function RunReviews({
       ).data,
     [run.run_id, run.realm_id],
     live ? 2000 : null,
+    live ? runEvents(run.run_id) : null,
   );
   // Reload when the run's state changes (a review opened or closed).
   const lastState = useRef(run.state);
