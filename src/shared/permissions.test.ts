@@ -21,6 +21,8 @@ describe('permissions (CONTRACT.md §3)', () => {
       ['rules.manage.realm', ['operator', 'admin']],
       ['channels.manage.realm', ['operator', 'admin']],
       ['teams.install', ['operator', 'admin']],
+      ['schedules.view', ['member', 'operator', 'admin']],
+      ['schedules.manage', ['operator', 'admin']],
       ['realms.members.manage', ['admin']],
       ['workspaces.manage', ['admin']],
       ['daemons.manage', ['admin']],
