@@ -186,23 +186,40 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
       async close() {
         // In-flight requests, deliveries and tunnel bookkeeping get the grace period; then open
         // connections are cut and the pools ended, so a stop always ends (docs/operations.md).
+        // Every step runs once, in order, even when an earlier one fails; a step that hangs (a
+        // background pass waiting on a database that went away) is left behind when the grace
+        // period ends and the steps after it still run: whatever stays open keeps a process alive.
+        const steps: [string, () => unknown][] = [
+          ['scheduler', stopScheduler],
+          ['runs background', stopRuns],
+          ['review expiry', stopReviews],
+          ['retention', () => retention.stop()],
+          ['delivery worker', () => notifier.close()],
+          ['http server', () => app.close()],
+          ['presence', () => presence?.stop()],
+          ['mailer', () => hub.mailer?.close()],
+          ['database', () => database.close()],
+        ];
+        const runSteps = async () => {
+          for (let step = steps.shift(); step; step = steps.shift()) {
+            try {
+              await step[1]();
+            } catch (err) {
+              log.error({ err }, `hub: ${step[0]} failed while stopping`);
+            }
+          }
+        };
         await stopWithin({
           what: 'hub',
           log,
           graceMs: hub.config.shutdownGraceMs,
-          graceful: async () => {
-            await stopScheduler();
-            await stopRuns();
-            await stopReviews();
-            await retention.stop();
-            await notifier.close();
-            await app.close();
-            await presence?.stop();
-            hub.mailer?.close();
-            await database.close();
+          graceful: runSteps,
+          // Requests still running keep their connections: cut them, so the server closes; the
+          // steps not yet taken run now.
+          force: async () => {
+            app.server.closeAllConnections();
+            await runSteps();
           },
-          // Requests still running keep their connections: cut them, so the server closes.
-          force: () => app.server.closeAllConnections(),
         });
       },
     };
