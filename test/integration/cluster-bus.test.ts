@@ -17,7 +17,7 @@ import { buildWorld, type World } from '../helpers/world.js';
 import { daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
 
 /**
- * Issue 8: several hub processes on one PostgreSQL database wake each other through LISTEN/NOTIFY.
+ * Scale-out: several hub processes on one PostgreSQL database wake each other through LISTEN/NOTIFY.
  * Both processes scan their outbox only every 60 s, so anything that arrives within seconds got
  * there through the bus.
  */

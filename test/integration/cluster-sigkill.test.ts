@@ -26,7 +26,7 @@ async function until<T>(what: string, probe: () => Promise<T | false>, timeoutMs
 }
 
 /**
- * Issue 8, end to end: three real `svc hub` processes on one PostgreSQL schema, four daemons spread
+ * Scale-out, end to end: three real `svc hub` processes on one PostgreSQL schema, four daemons spread
  * over them (each with the list of all three hub URLs, its own first), runs started through every
  * process. One process gets SIGKILL while every run's agent is busy; more runs are started at once,
  * through the survivors. Every run must succeed, every agent must have run exactly once, and every

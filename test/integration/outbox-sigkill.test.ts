@@ -18,7 +18,7 @@ import { post } from '../helpers/hub.js';
 import { daemonHome, freePort, startTestDaemon, whenConnected } from './daemon-harness.js';
 
 /**
- * Issue 3: "outbox redelivery after the hub is killed and restarted". The hub is a real `svc hub`
+ * Outbox redelivery after the hub is killed and restarted. The hub is a real `svc hub`
  * process that gets SIGKILL while the daemon is running one of its commands; a new hub process on
  * the same database and port takes over. The command must end acked once, run once, lose nothing.
  */
