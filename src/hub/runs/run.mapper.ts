@@ -74,6 +74,7 @@ export function runOut(run: RunsTable, daemonOnline: boolean, now: number): Run 
     state_lost_at: run.state_lost_at,
     team_version_id: run.team_version_id,
     outputs: json<Record<string, unknown>>(run.outputs) ?? {},
+    created_by_user_id: run.created_by_user_id,
   };
 }
 

@@ -1,4 +1,4 @@
-import type { ExpressionBuilder, Kysely, UpdateQueryBuilder, UpdateResult } from 'kysely';
+import { type ExpressionBuilder, type Kysely, sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import { type DB, updateOne } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
@@ -158,8 +158,20 @@ export interface RunListFilter {
   root_run_id?: string | undefined;
   /** Only runs without a parent. */
   top_level?: boolean | undefined;
+  /** Runs whose name contains this text (case-insensitive). */
+  name_contains?: string | undefined;
+  /** Runs started by this user. */
+  created_by_user_id?: string | undefined;
+  /** Runs started at or after / before these times (ms since the epoch). */
+  started_after?: number | undefined;
+  started_before?: number | undefined;
   limit: number;
   cursor?: string | undefined;
+}
+
+/** A LIKE pattern (escape character `\`) matching any text that contains `text`, lower-cased. */
+function containsPattern(text: string): string {
+  return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 /** A page of a realm's runs, newest first (`limit + 1` rows: the extra one tells there are more). */
@@ -178,6 +190,14 @@ export function listRunRows(db: Kysely<DB>, f: RunListFilter) {
         q.where('root_run_id', '=', f.root_run_id!).where('run_id', '>', f.root_run_id!),
       )
       .$if(f.top_level === true, (q) => q.where('parent_run_id', 'is', null))
+      .$if(f.name_contains !== undefined, (q) =>
+        q.where(sql<boolean>`lower(run_name) like ${containsPattern(f.name_contains!)} escape '\\'`),
+      )
+      .$if(f.created_by_user_id !== undefined, (q) =>
+        q.where('created_by_user_id', '=', f.created_by_user_id!),
+      )
+      .$if(f.started_after !== undefined, (q) => q.where('started_at', '>=', f.started_after!))
+      .$if(f.started_before !== undefined, (q) => q.where('started_at', '<', f.started_before!))
       .$if(after !== null, (q) => q.where('run_id', '<', after!))
       .orderBy('run_id', 'desc')
       .limit(f.limit + 1)

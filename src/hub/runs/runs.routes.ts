@@ -56,13 +56,17 @@ export const runOps = [
   op({
     name: 'runs/list',
     summary:
-      'The runs of a realm, newest first; filters: state, team, the descendants of a run (root_run_id), top-level runs only.',
+      'The runs of a realm, newest first; filters: state, team, the descendants of a run (root_run_id), top-level runs only, a text in the name, who started it, when it started.',
     input: z.object({
       realm_id: id,
       state: z.enum(RUN_STATES).optional(),
       team_id: id.optional(),
       root_run_id: id.optional(),
       top_level: z.boolean().optional(),
+      name_contains: z.string().trim().min(1).max(200).optional(),
+      created_by_user_id: id.optional(),
+      started_after: z.number().int().min(0).optional(),
+      started_before: z.number().int().min(0).optional(),
       ...paging,
     }),
     async handler(ctx, input) {

@@ -313,6 +313,10 @@ export interface components {
             team_id?: string;
             root_run_id?: string;
             top_level?: boolean;
+            name_contains?: string;
+            created_by_user_id?: string;
+            started_after?: number;
+            started_before?: number;
             /** @default 50 */
             limit?: number;
             cursor?: string;

@@ -86,6 +86,8 @@ export const Run = z.strictObject({
   team_version_id: z.string().nullable(),
   /** Phase name → that phase's outputs. */
   outputs: z.record(z.string(), z.unknown()),
+  /** The user who started the run (for a schedule's or trigger's run, who made it; a child: its parent's). */
+  created_by_user_id: z.string().nullable(),
   /** Only with `with_history: true`. */
   history: z.array(HistoryEntry).optional(),
 });
