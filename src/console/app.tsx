@@ -137,7 +137,7 @@ function skipToMain() {
 function Page({ route }: { route: Route }) {
   switch (route.name) {
     case 'runs':
-      return <RunsPage state={route.state} team={route.team} />;
+      return <RunsPage filters={route} />;
     case 'run':
       return <RunPage id={route.id} />;
     case 'reviews':

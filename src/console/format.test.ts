@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
+  dayRange,
   explainBlocker,
   formatDuration,
   formatRelative,
@@ -39,11 +40,18 @@ describe('console formatting', () => {
     assert.equal(formatRelative(null, now), '—');
   });
 
-  it('shows a clock time today and a date otherwise', () => {
-    const now = new Date(2025, 10, 21, 15, 0, 0).getTime();
-    assert.equal(formatTime(new Date(2025, 10, 21, 9, 5, 7).getTime(), now), '09:05:07');
-    assert.equal(formatTime(new Date(2025, 10, 20, 23, 59, 0).getTime(), now), '2025-11-20 23:59');
-    assert.equal(formatTime(null, now), '—');
+  it('shows every time with its date', () => {
+    assert.equal(formatTime(new Date(2025, 10, 21, 9, 5, 7).getTime()), '2025-11-21 09:05:07');
+    assert.equal(formatTime(new Date(2025, 10, 20, 23, 59, 0).getTime()), '2025-11-20 23:59:00');
+    assert.equal(formatTime(null), '—');
+  });
+
+  it('turns the filter days into a range that includes both days', () => {
+    const r = dayRange('2026-11-01', '2026-11-02');
+    assert.equal(r.after, new Date(2026, 10, 1).getTime());
+    assert.equal(r.before, new Date(2026, 10, 3).getTime());
+    assert.deepEqual(dayRange(null, 'not a day'), { after: null, before: null });
+    assert.equal(dayRange(null, '2026-12-31').before, new Date(2027, 0, 1).getTime());
   });
 
   it('humanizes codes, measures runs and explains force-terminate blockers', () => {

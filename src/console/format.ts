@@ -35,15 +35,32 @@ export function formatRelative(at: number | null | undefined, now: number): stri
   return diff >= 0 ? `${text} ago` : `in ${text}`;
 }
 
-/** Local time: `14:03:22` on the same day as `now`, else `2025-11-21 14:03`. */
-export function formatTime(at: number | null | undefined, now: number): string {
+/** Local date and time, always with the date: `2025-11-21 14:03:22`. */
+export function formatTime(at: number | null | undefined): string {
   if (at === null || at === undefined) return '—';
   const d = new Date(at);
-  const n = new Date(now);
-  const sameDay =
-    d.getFullYear() === n.getFullYear() && d.getMonth() === n.getMonth() && d.getDate() === n.getDate();
-  if (sameDay) return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+/**
+ * The runs filter's days (`YYYY-MM-DD`, local) as a time range in ms: from the start of `from` to the
+ * end of `to` (both days included); a missing or malformed day leaves that side open.
+ */
+export function dayRange(
+  from: string | null,
+  to: string | null,
+): { after: number | null; before: number | null } {
+  const start = (day: string | null): number | null => {
+    const m = day ? /^(\d{4})-(\d{2})-(\d{2})$/.exec(day) : null;
+    if (!m) return null;
+    const t = new Date(Number(m[1]), Number(m[2]) - 1, Number(m[3])).getTime();
+    return Number.isNaN(t) ? null : t;
+  };
+  const end = start(to);
+  return {
+    after: start(from),
+    before: end === null ? null : new Date(end).setDate(new Date(end).getDate() + 1),
+  };
 }
 
 /** An ISO 8601 string for `<time datetime>` and tooltips. */

@@ -1,15 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { afterSignIn, formatRoute, parseRoute, type Route } from './router.js';
+import { afterSignIn, formatRoute, noRunFilters, parseRoute, type Route } from './router.js';
 
 describe('console hash router', () => {
   it('parses every page', () => {
-    assert.deepEqual(parseRoute(''), { name: 'runs', state: null, team: null });
-    assert.deepEqual(parseRoute('#/'), { name: 'runs', state: null, team: null });
-    assert.deepEqual(parseRoute('#/runs?state=running&team=t1'), {
+    assert.deepEqual(parseRoute(''), { name: 'runs', ...noRunFilters() });
+    assert.deepEqual(parseRoute('#/'), { name: 'runs', ...noRunFilters() });
+    assert.deepEqual(parseRoute('#/runs?state=running&team=t1&by=u1&to=2026-11-23'), {
       name: 'runs',
+      ...noRunFilters(),
       state: 'running',
       team: 't1',
+      by: 'u1',
+      to: '2026-11-23',
     });
     assert.deepEqual(parseRoute('#/runs/0193a0b2-7c1d-7000-8000-000000000001'), {
       name: 'run',
@@ -31,8 +34,8 @@ describe('console hash router', () => {
 
   it('formats routes so that parsing gives them back', () => {
     const routes: Route[] = [
-      { name: 'runs', state: null, team: null },
-      { name: 'runs', state: 'failed', team: 'a b&c' },
+      { name: 'runs', ...noRunFilters() },
+      { name: 'runs', ...noRunFilters(), state: 'failed', team: 'a b&c', q: '50%', from: '2026-11-01' },
       { name: 'run', id: 'r-1' },
       { name: 'reviews', all: true },
       { name: 'reviews', all: false },
@@ -43,7 +46,7 @@ describe('console hash router', () => {
       { name: 'signin', next: '#/runs/r-1' },
     ];
     for (const r of routes) assert.deepEqual(parseRoute(formatRoute(r)), r);
-    assert.equal(formatRoute({ name: 'runs', state: 'running', team: null }), '#/runs?state=running');
+    assert.equal(formatRoute({ name: 'runs', ...noRunFilters(), state: 'running' }), '#/runs?state=running');
   });
 
   it('returns only to pages of the console after signing in', () => {

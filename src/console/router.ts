@@ -2,9 +2,17 @@
  * The console's hash router as pure functions: `#/runs?state=running` ⇄ a Route value. The hash keeps
  * every page a static `/` for the hub (no server-side routes), and survives reloads.
  */
+/** The runs page's filters, as they stand in its hash: state, team id, a text in the name, who
+ * started the run (a user id), and a start date range (`YYYY-MM-DD`, local, both days included). */
+export const RUN_FILTERS = ['state', 'team', 'q', 'by', 'from', 'to'] as const;
+export type RunFilters = Record<(typeof RUN_FILTERS)[number], string | null>;
+
+export const noRunFilters = (): RunFilters =>
+  Object.fromEntries(RUN_FILTERS.map((k) => [k, null])) as RunFilters;
+
 export type Route =
   | { name: 'signin'; next: string | null }
-  | { name: 'runs'; state: string | null; team: string | null }
+  | ({ name: 'runs' } & RunFilters)
   | { name: 'run'; id: string }
   | { name: 'reviews'; all: boolean }
   | { name: 'daemons' }
@@ -36,7 +44,11 @@ export function parseRoute(hash: string): Route {
     case 'signin':
       return second === undefined ? { name: 'signin', next: params.get('next') } : notFound(path);
     case 'runs':
-      if (second === undefined) return { name: 'runs', state: params.get('state'), team: params.get('team') };
+      if (second === undefined)
+        return {
+          name: 'runs',
+          ...(Object.fromEntries(RUN_FILTERS.map((k) => [k, params.get(k)])) as RunFilters),
+        };
       return second !== null && ID.test(second) ? { name: 'run', id: second } : notFound(path);
     case 'reviews':
       return second === undefined ? { name: 'reviews', all: params.get('all') === '1' } : notFound(path);
@@ -76,10 +88,7 @@ export function formatRoute(route: Route): string {
     case 'signin':
       return `#/signin${qs([['next', route.next]])}`;
     case 'runs':
-      return `#/runs${qs([
-        ['state', route.state],
-        ['team', route.team],
-      ])}`;
+      return `#/runs${qs(RUN_FILTERS.map((k) => [k, route[k]]))}`;
     case 'run':
       return `#/runs/${encodeURIComponent(route.id)}`;
     case 'reviews':

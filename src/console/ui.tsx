@@ -12,18 +12,18 @@ export function StateBadge({ state }: { state: string }) {
 export function Ago({ at, now }: { at: number | null; now: number }) {
   if (at === null) return <span class="muted">—</span>;
   return (
-    <time dateTime={isoTime(at)} title={`${formatTime(at, now)} (${isoTime(at)})`}>
+    <time dateTime={isoTime(at)} title={`${formatTime(at)} (${isoTime(at)})`}>
       {formatRelative(at, now)}
     </time>
   );
 }
 
-/** A local clock time, with the ISO time as its tooltip. */
-export function Clock({ at, now }: { at: number | null; now: number }) {
+/** A local date and time, with how long ago and the ISO time as its tooltip. */
+export function When({ at, now }: { at: number | null; now: number }) {
   if (at === null) return <span class="muted">—</span>;
   return (
-    <time dateTime={isoTime(at)} title={isoTime(at)}>
-      {formatTime(at, now)}
+    <time dateTime={isoTime(at)} title={`${formatRelative(at, now)} (${isoTime(at)})`}>
+      {formatTime(at)}
     </time>
   );
 }

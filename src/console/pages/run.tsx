@@ -1,16 +1,18 @@
 import { useEffect, useState } from 'preact/hooks';
-import { isTerminal } from '../../shared/api/run-states.js';
+import { activeTime, isTerminal } from '../../shared/api/run-states.js';
 import { api } from '../api.js';
-import { formatDuration, runDuration, shortId } from '../format.js';
+import { formatDuration, shortId } from '../format.js';
 import { runEvents, useLive, useNow } from '../live.js';
 import { formatRoute } from '../router.js';
+import { formFromRun } from '../start-run-form.js';
 import type { Run } from '../types.js';
-import { Clock, ErrorNote, PageTitle, SkeletonBlock, StateBadge } from '../ui.js';
+import { ErrorNote, PageTitle, SkeletonBlock, StateBadge, When } from '../ui.js';
 import { ChildRuns } from './run/children.js';
 import { Controls } from './run/controls.js';
 import { Logs } from './run/logs.js';
 import { RunReviews } from './run/reviews.js';
 import { History, Timeline } from './run/timeline.js';
+import { StartRunDialog } from './start-run.js';
 
 /**
  * One run: its facts and controls, open reviews, phases on a timeline, child runs as a tree, live logs
@@ -80,9 +82,24 @@ function RunBody({ run, live, now, refresh }: { run: Run; live: boolean; now: nu
     live ? 10_000 : null,
   );
   const history = run.history ?? [];
+  const [again, setAgain] = useState(false);
+  const attempts = history.filter((e) => e.type === 'run.started').length;
   return (
     <>
       <Lineage run={run} />
+      {again && realm.data ? (
+        <StartRunDialog
+          orgId={realm.data.org_id}
+          realmId={run.realm_id}
+          initial={formFromRun(
+            run,
+            team.data ? { name: team.data.name, version: team.data.version } : { name: '', version: '' },
+            run.reviewers,
+          )}
+          title="Run again"
+          onClose={() => setAgain(false)}
+        />
+      ) : null}
       <dl class="facts run-facts">
         <div>
           <dt>Team</dt>
@@ -91,12 +108,18 @@ function RunBody({ run, live, now, refresh }: { run: Run; live: boolean; now: nu
         <div>
           <dt>Started</dt>
           <dd>
-            <Clock at={run.started_at} now={now} />
+            <When at={run.started_at} now={now} />
           </dd>
         </div>
         <div>
-          <dt>{run.completed_at ? 'Took' : 'Running for'}</dt>
-          <dd class="tabular">{formatDuration(runDuration(run, now))}</dd>
+          <dt>{run.completed_at ? 'Ran for' : 'Running for'}</dt>
+          <dd
+            class="tabular"
+            title="time running or waiting for a review; time queued, failed or cancelled does not count"
+          >
+            {formatDuration(activeTime(history, now))}
+            {attempts > 1 ? <span class="muted"> · {attempts} attempts</span> : null}
+          </dd>
         </div>
         <div>
           <dt>Phase</dt>
@@ -125,6 +148,13 @@ function RunBody({ run, live, now, refresh }: { run: Run; live: boolean; now: nu
         </div>
       </dl>
       <Controls run={run} role={realm.data?.my_role} roleKnown={realm.data !== undefined} refresh={refresh} />
+      {isTerminal(run.state) && run.parent_run_id === null && realm.data?.my_role ? (
+        <p class="buttons">
+          <button type="button" onClick={() => setAgain(true)}>
+            Run again…
+          </button>
+        </p>
+      ) : null}
       {run.error ? (
         <p class="note error run-error" role="alert">
           {run.error}

@@ -1,19 +1,26 @@
 import { useEffect, useState } from 'preact/hooks';
+import type { OrgMember } from '../../shared/api/access.js';
 import { RUN_STATES, type RunState } from '../../shared/api/run-states.js';
 import { api, listAll } from '../api.js';
-import { formatDuration, humanize, runDuration } from '../format.js';
+import { dayRange, formatDuration, humanize, runDuration } from '../format.js';
 import { realmEvents, useLive, useNow } from '../live.js';
-import { formatRoute } from '../router.js';
+import { formatRoute, noRunFilters, type RunFilters } from '../router.js';
 import { useScope } from '../scope.js';
+import { emptyForm } from '../start-run-form.js';
 import type { TeamVersion } from '../types.js';
-import { Ago, Empty, ErrorNote, PageTitle, SkeletonRows, StateBadge } from '../ui.js';
+import { Empty, ErrorNote, PageTitle, SkeletonRows, StateBadge, When } from '../ui.js';
+import { StartRunDialog } from './start-run.js';
 
 const PAGE = 25;
 
-/** The realm's top-level runs, newest first, refreshed every 3 s; filters live in the hash. */
-export function RunsPage({ state, team }: { state: string | null; team: string | null }) {
-  const { realm, org } = useScope();
+/** The realm's top-level runs, newest first, live; filters live in the hash. */
+export function RunsPage({ filters }: { filters: RunFilters }) {
+  const { state, team, q, by, from, to } = filters;
+  const { realm, org, role } = useScope();
   const now = useNow(1000);
+  const [starting, setStarting] = useState(false);
+  const [search, setSearch] = useState(q ?? '');
+  useEffect(() => setSearch(q ?? ''), [q]);
   // The cursors of the pages before this one (Back pops one).
   const [cursors, setCursors] = useState<string[]>([]);
   const [cursor, setCursor] = useState<string | null>(null);
@@ -23,7 +30,8 @@ export function RunsPage({ state, team }: { state: string | null; team: string |
   useEffect(() => {
     setCursors([]);
     setCursor(null);
-  }, [realmId, validState, team]);
+  }, [realmId, validState, team, q, by, from, to]);
+  const range = dayRange(from, to);
 
   const teams = useLive(
     async () => {
@@ -36,6 +44,18 @@ export function RunsPage({ state, team }: { state: string | null; team: string |
     [org?.id],
     null,
   );
+  // Who may have started runs: the org's people (a role that may not list them sees "me" only).
+  const people = useLive(
+    async () => {
+      if (!org) return [];
+      return listAll<'orgs/list_members', OrgMember>('orgs/list_members', { org_id: org.id }, 2).catch(
+        () => [],
+      );
+    },
+    [org?.id],
+    null,
+  );
+  const handles = new Map((people.data ?? []).map((m) => [m.user.id, m.user.handle]));
 
   const runs = useLive(
     async (signal) => {
@@ -48,35 +68,74 @@ export function RunsPage({ state, team }: { state: string | null; team: string |
           limit: PAGE,
           ...(validState ? { state: validState } : {}),
           ...(team ? { team_id: team } : {}),
+          ...(q ? { name_contains: q } : {}),
+          ...(by ? { created_by_user_id: by } : {}),
+          ...(range.after !== null ? { started_after: range.after } : {}),
+          ...(range.before !== null ? { started_before: range.before } : {}),
           ...(cursor ? { cursor } : {}),
         },
         { signal },
       );
     },
-    [realmId, validState, team, cursor],
+    [realmId, validState, team, q, by, from, to, cursor],
     3000,
     realmId ? realmEvents(realmId) : null,
   );
 
-  const setFilter = (next: { state?: string | null; team?: string | null }) => {
-    location.hash = formatRoute({
-      name: 'runs',
-      state: next.state !== undefined ? next.state : state,
-      team: next.team !== undefined ? next.team : team,
-    });
+  const setFilter = (next: Partial<RunFilters>) => {
+    location.hash = formatRoute({ name: 'runs', ...filters, ...next });
   };
+  const filtered = Object.values(filters).some((v) => v !== null);
+  const pick = (e: Event) => (e.target as HTMLInputElement).value || null;
 
   const rows = runs.data?.data;
   return (
     <>
-      <PageTitle aside={<span class="live-dot" title="updates every 3 seconds" />}>Runs</PageTitle>
-      <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filter runs">
+      <PageTitle
+        aside={
+          <>
+            {role && realm && org ? (
+              <button type="button" class="primary" onClick={() => setStarting(true)}>
+                Start a run
+              </button>
+            ) : null}
+            <span class="live-dot" title="updates as runs change" />
+          </>
+        }
+      >
+        Runs
+      </PageTitle>
+      {starting && realm && org ? (
+        <StartRunDialog
+          orgId={org.id}
+          realmId={realm.id}
+          initial={emptyForm()}
+          title="Start a run"
+          onClose={() => setStarting(false)}
+        />
+      ) : null}
+      <form
+        class="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setFilter({ q: search.trim() || null });
+        }}
+        aria-label="Filter runs"
+      >
+        <label>
+          Name
+          <input
+            type="search"
+            name="q"
+            placeholder="search names"
+            value={search}
+            onInput={(e) => setSearch((e.target as HTMLInputElement).value)}
+            onBlur={() => (search.trim() || null) !== q && setFilter({ q: search.trim() || null })}
+          />
+        </label>
         <label>
           State
-          <select
-            value={validState ?? ''}
-            onChange={(e) => setFilter({ state: (e.target as HTMLSelectElement).value || null })}
-          >
+          <select value={validState ?? ''} onChange={(e) => setFilter({ state: pick(e) })}>
             <option value="">any</option>
             {RUN_STATES.map((s) => (
               <option key={s} value={s}>
@@ -87,10 +146,7 @@ export function RunsPage({ state, team }: { state: string | null; team: string |
         </label>
         <label>
           Team
-          <select
-            value={team ?? ''}
-            onChange={(e) => setFilter({ team: (e.target as HTMLSelectElement).value || null })}
-          >
+          <select value={team ?? ''} onChange={(e) => setFilter({ team: pick(e) })}>
             <option value="">any</option>
             {[...(teams.data ?? new Map<string, string>()).entries()].map(([id, name]) => (
               <option key={id} value={id}>
@@ -99,6 +155,34 @@ export function RunsPage({ state, team }: { state: string | null; team: string |
             ))}
           </select>
         </label>
+        <label>
+          Started by
+          <select name="by" value={by ?? ''} onChange={(e) => setFilter({ by: pick(e) })}>
+            <option value="">anyone</option>
+            {[...handles.entries()].map(([id, handle]) => (
+              <option key={id} value={id}>
+                {handle}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          From
+          <input type="date" name="from" value={from ?? ''} onChange={(e) => setFilter({ from: pick(e) })} />
+        </label>
+        <label>
+          To
+          <input type="date" name="to" value={to ?? ''} onChange={(e) => setFilter({ to: pick(e) })} />
+        </label>
+        {filtered ? (
+          <button
+            type="button"
+            class="link"
+            onClick={() => (location.hash = formatRoute({ name: 'runs', ...noRunFilters() }))}
+          >
+            Clear filters
+          </button>
+        ) : null}
       </form>
       <ErrorNote error={runs.error} what="Could not load the runs" />
       <div class="table-wrap">
@@ -114,6 +198,9 @@ export function RunsPage({ state, team }: { state: string | null; team: string |
               <th scope="col" class="hide-narrow">
                 Phase
               </th>
+              <th scope="col" class="hide-narrow">
+                By
+              </th>
               <th scope="col">Started</th>
               <th scope="col" class="num">
                 Duration
@@ -121,7 +208,7 @@ export function RunsPage({ state, team }: { state: string | null; team: string |
             </tr>
           </thead>
           <tbody>
-            {rows === undefined ? <SkeletonRows rows={8} cols={6} narrow={[1, 3]} /> : null}
+            {rows === undefined ? <SkeletonRows rows={8} cols={7} narrow={[1, 3, 4]} /> : null}
             {rows?.map((r) => (
               <tr key={r.run_id} data-run-id={r.run_id}>
                 <td>
@@ -134,8 +221,13 @@ export function RunsPage({ state, team }: { state: string | null; team: string |
                   <StateBadge state={r.state} />
                 </td>
                 <td class="hide-narrow">{r.current_phase ?? <span class="muted">—</span>}</td>
+                <td class="hide-narrow">
+                  {(r.created_by_user_id && handles.get(r.created_by_user_id)) ?? (
+                    <span class="muted">—</span>
+                  )}
+                </td>
                 <td>
-                  <Ago at={r.started_at} now={now} />
+                  <When at={r.started_at} now={now} />
                 </td>
                 <td class="num">{formatDuration(runDuration(r, now))}</td>
               </tr>
@@ -145,8 +237,8 @@ export function RunsPage({ state, team }: { state: string | null; team: string |
       </div>
       {rows?.length === 0 ? (
         <Empty>
-          No runs{validState || team ? ' match these filters' : ' in this realm yet'}. Start one with{' '}
-          <code>svc runs start &lt;team&gt;</code>.
+          No runs{filtered ? ' match these filters' : ' in this realm yet'}. Start one with the button above
+          or <code>svc runs start &lt;team&gt;</code>.
         </Empty>
       ) : null}
       <nav class="pager" aria-label="Pages">

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, listAll } from '../api.js';
 import { formatTime, shortId } from '../format.js';
-import { useLive, useNow } from '../live.js';
+import { useLive } from '../live.js';
 import { roleAtLeast } from '../permissions.js';
 import { useScope } from '../scope.js';
 import type { Schedule, Trigger } from '../types.js';
@@ -13,7 +13,6 @@ import { Empty, ErrorNote, PageTitle, SkeletonBlock } from '../ui.js';
  */
 export function SchedulesPage() {
   const { realm, role } = useScope();
-  const now = useNow(5000);
   const [actionError, setActionError] = useState<string | null>(null);
   const manage = roleAtLeast(role, 'operator');
   const schedules = useLive(
@@ -72,10 +71,10 @@ export function SchedulesPage() {
                 <td>
                   <code>{s.cron}</code> <span class="muted">{s.timezone}</span>
                 </td>
-                <td>{s.enabled ? formatTime(s.next_fire_at, now) : '—'}</td>
+                <td>{s.enabled ? formatTime(s.next_fire_at) : '—'}</td>
                 <td>
                   {s.last_run_id ? (
-                    <a href={`#/runs/${s.last_run_id}`}>{formatTime(s.last_fired_at, now)}</a>
+                    <a href={`#/runs/${s.last_run_id}`}>{formatTime(s.last_fired_at)}</a>
                   ) : (
                     '—'
                   )}
@@ -120,7 +119,7 @@ export function SchedulesPage() {
               <ul class="plain">
                 {t.recent_deliveries.slice(0, 5).map((d) => (
                   <li key={d.id}>
-                    {formatTime(d.received_at, now)} · {d.outcome} (HTTP {d.http_status})
+                    {formatTime(d.received_at)} · {d.outcome} (HTTP {d.http_status})
                     {d.run_id ? (
                       <>
                         {' '}

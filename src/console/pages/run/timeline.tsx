@@ -1,7 +1,7 @@
 import { formatDuration, humanize, shortId } from '../../format.js';
 import { barGeometry, phaseTimeline } from '../../timeline.js';
 import type { HistoryEntry, Run } from '../../types.js';
-import { Clock, Empty, SkeletonRows, StateBadge } from '../../ui.js';
+import { Empty, SkeletonRows, StateBadge, When } from '../../ui.js';
 
 /** A run's phases on a timeline, and its history. */
 
@@ -86,7 +86,7 @@ export function History({ history, now }: { history: HistoryEntry[]; now: number
           {history.map((e, i) => (
             <tr key={i}>
               <td>
-                <Clock at={e.at} now={now} />
+                <When at={e.at} now={now} />
               </td>
               <td>
                 {e.type}
