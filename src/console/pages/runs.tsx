@@ -4,7 +4,7 @@ import { RUN_STATES, type RunState } from '../../shared/api/run-states.js';
 import { api, listAll } from '../api.js';
 import { dayRange, formatDuration, humanize, runDuration } from '../format.js';
 import { realmEvents, useLive, useNow } from '../live.js';
-import { formatRoute, noRunFilters, type RunFilters } from '../router.js';
+import { formatRoute, noRunFilters, RUN_FILTERS, type RunFilters } from '../router.js';
 import { useScope } from '../scope.js';
 import { emptyForm } from '../start-run-form.js';
 import type { TeamVersion } from '../types.js';
@@ -85,7 +85,7 @@ export function RunsPage({ filters }: { filters: RunFilters }) {
   const setFilter = (next: Partial<RunFilters>) => {
     location.hash = formatRoute({ name: 'runs', ...filters, ...next });
   };
-  const filtered = Object.values(filters).some((v) => v !== null);
+  const filtered = RUN_FILTERS.some((k) => filters[k] !== null);
   const pick = (e: Event) => (e.target as HTMLInputElement).value || null;
 
   const rows = runs.data?.data;

@@ -102,6 +102,7 @@ export function StartRunDialog({
           <label>
             {form.kind === 'team' ? 'Team' : 'Agent'}
             <select
+              key={catalog ? 'catalog' : 'loading'}
               name="name"
               required
               value={form.name}
@@ -118,7 +119,12 @@ export function StartRunDialog({
           </label>
           <label>
             Version
-            <select name="version" value={form.version} onChange={(e) => set({ version: value(e) })}>
+            <select
+              key={catalog ? 'catalog' : 'loading'}
+              name="version"
+              value={form.version}
+              onChange={(e) => set({ version: value(e) })}
+            >
               <option value="">newest</option>
               {(choices.get(form.name) ?? []).map((v) => (
                 <option key={v} value={v}>
@@ -130,7 +136,12 @@ export function StartRunDialog({
         </div>
         <label>
           Where
-          <select name="workspace" value={form.workspaceId} onChange={(e) => set({ workspaceId: value(e) })}>
+          <select
+            key={catalog ? 'catalog' : 'loading'}
+            name="workspace"
+            value={form.workspaceId}
+            onChange={(e) => set({ workspaceId: value(e) })}
+          >
             <option value="">any daemon of the realm (no workspace)</option>
             {(catalog?.workspaces ?? []).map((w) => (
               <option key={w.id} value={w.id} disabled={w.status !== 'ready'}>
