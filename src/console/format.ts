@@ -63,6 +63,12 @@ export function dayRange(
   };
 }
 
+/** A log line's local clock time to the millisecond: `14:03:22.081` (the date is in its tooltip). */
+export function clockMs(at: number): string {
+  const d = new Date(at);
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${String(d.getMilliseconds()).padStart(3, '0')}`;
+}
+
 /** An ISO 8601 string for `<time datetime>` and tooltips. */
 export function isoTime(at: number): string {
   return new Date(at).toISOString();

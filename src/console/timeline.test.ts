@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { RunState } from '../shared/api/run-states.js';
-import { barGeometry, phaseTimeline } from './timeline.js';
+import { barGeometry, phaseTimeline, withAttemptMarkers } from './timeline.js';
 import type { HistoryEntry } from './types.js';
 
 const e = (type: string, at: number, phase: string | null, state: RunState = 'running'): HistoryEntry => ({
@@ -92,5 +92,26 @@ describe('phase timeline', () => {
       width: 0.5,
     });
     assert.equal(barGeometry({ started_at: null, ended_at: null }, 0, 1000, 1000), null);
+  });
+});
+
+describe('attempt markers in the logs', () => {
+  it('marks the first line of each attempt after the first', () => {
+    const history = [
+      { type: 'run.queued', at: 0 },
+      { type: 'run.started', at: 10 },
+      { type: 'run.ended', at: 30 },
+      { type: 'run.started', at: 100 },
+      { type: 'run.started', at: 200 },
+    ];
+    const lines = [{ at: 11 }, { at: 20 }, { at: 250 }, { at: 260 }];
+    assert.deepEqual(withAttemptMarkers(lines, history), [
+      { line: { at: 11 } },
+      { line: { at: 20 } },
+      { attempt: 3, at: 200 },
+      { line: { at: 250 } },
+      { line: { at: 260 } },
+    ]);
+    assert.deepEqual(withAttemptMarkers([{ at: 5 }], []), [{ line: { at: 5 } }]);
   });
 });

@@ -174,3 +174,26 @@ export function barGeometry(
   const width = Math.max(0.5, ((end - start) / total) * 100);
   return { left: Math.min(left, 99.5), width: Math.min(width, 100 - Math.min(left, 99.5)) };
 }
+
+/** A log line, or the marker before the first line of a resumed attempt. */
+export type LogRow<L> = { line: L } | { attempt: number; at: number };
+
+/**
+ * Log lines with a marker before the first line of each attempt after the first: the attempts start
+ * at the history's `run.started` entries (a resumed run starts again).
+ */
+export function withAttemptMarkers<L extends { at: number }>(
+  lines: readonly L[],
+  history: readonly { type: string; at: number }[],
+): LogRow<L>[] {
+  const starts = history.filter((e) => e.type === 'run.started').map((e) => e.at);
+  const out: LogRow<L>[] = [];
+  let next = 1;
+  for (const line of lines) {
+    let marked: number | null = null;
+    while (next < starts.length && line.at >= starts[next]!) marked = next++;
+    if (marked !== null) out.push({ attempt: marked + 1, at: starts[marked]! });
+    out.push({ line });
+  }
+  return out;
+}

@@ -1,6 +1,8 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../../api.js';
+import { clockMs, formatTime, isoTime } from '../../format.js';
 import { runEvents, useLive } from '../../live.js';
+import { withAttemptMarkers } from '../../timeline.js';
 import type { LogLine, Run } from '../../types.js';
 import { ErrorNote } from '../../ui.js';
 
@@ -88,13 +90,22 @@ export function Logs({ run, live }: { run: Run; live: boolean }) {
         {lines.length === 0 ? (
           <span class="muted">{logs.loading ? 'Loading…' : live ? 'No output yet.' : 'No output.'}</span>
         ) : (
-          lines.map((l) => (
-            <span key={l.seq} class={`line ${l.stream}`}>
-              {l.phase ? <span class="tag">[{l.phase}]</span> : null}
-              {l.text}
-              {'\n'}
-            </span>
-          ))
+          withAttemptMarkers(lines, run.history ?? []).map((row) =>
+            'attempt' in row ? (
+              <span key={`attempt-${row.attempt}`} class="line attempt">
+                ── attempt {row.attempt} · {formatTime(row.at)} ──{'\n'}
+              </span>
+            ) : (
+              <span key={row.line.seq} class={`line ${row.line.stream}`}>
+                <time class="ts" dateTime={isoTime(row.line.at)} title={formatTime(row.line.at)}>
+                  {clockMs(row.line.at)}
+                </time>
+                {row.line.phase ? <span class="tag">[{row.line.phase}]</span> : null}
+                {row.line.text}
+                {'\n'}
+              </span>
+            ),
+          )
         )}
       </pre>
     </section>
