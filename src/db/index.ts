@@ -40,9 +40,8 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
   if (isPostgresUrl(opts.url)) {
     if (opts.schema) await ensureSchema(opts.url, opts.schema);
     const pool = new pg.Pool({
-      connectionString: opts.url,
+      ...pgConnection(opts),
       max: opts.poolSize ?? 10,
-      ...(opts.schema ? { options: `-c search_path=${quoteIdent(opts.schema)}` } : {}),
       // ms timestamps are int8: parse them to numbers (they fit well within 2^53).
       types: {
         getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
@@ -87,9 +86,22 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
  */
 export function pgClientConfig(opts: Pick<OpenOptions, 'url' | 'schema'>): pg.ClientConfig {
   return {
-    connectionString: opts.url,
-    ...(opts.schema ? { options: `-c search_path=${quoteIdent(opts.schema)}` } : {}),
+    ...pgConnection(opts),
   };
+}
+
+/**
+ * Where to connect and the session settings of every connection: those the URL names
+ * (`?options=-c%20name%3Dvalue`, as libpq reads them) and the schema as `search_path`. node-postgres
+ * lets the URL's `options` win over the config's, so they move from the URL into the config.
+ */
+function pgConnection(opts: Pick<OpenOptions, 'url' | 'schema'>): { connectionString: string; options?: string } {
+  const url = new URL(opts.url);
+  const parts = [url.searchParams.get('options')];
+  url.searchParams.delete('options');
+  if (opts.schema) parts.push(`-c search_path=${quoteIdent(opts.schema)}`);
+  const options = parts.filter(Boolean).join(' ');
+  return { connectionString: url.toString(), ...(options ? { options } : {}) };
 }
 
 function quoteIdent(name: string): string {

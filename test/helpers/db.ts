@@ -9,7 +9,13 @@ import { dropSchema } from '../../src/db/index.js';
  * `SVC_TEST_DB=postgres` a fresh schema on `SVC_TEST_PG_URL`, so parallel runs never collide.
  */
 export const TEST_DB = process.env.SVC_TEST_DB === 'postgres' ? 'postgres' : 'sqlite';
-export const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+/**
+ * The suite's connections commit without waiting for the WAL flush (`synchronous_commit=off`): tests
+ * kill hub and daemon processes, never the database server, and a commit PostgreSQL has accepted
+ * survives any client's death either way; what it saves is a disk flush per commit.
+ */
+export const PG_URL =
+  process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test?options=-c%20synchronous_commit%3Doff';
 
 export interface TestDatabase {
   url: string;
