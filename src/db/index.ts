@@ -95,7 +95,10 @@ export function pgClientConfig(opts: Pick<OpenOptions, 'url' | 'schema'>): pg.Cl
  * (`?options=-c%20name%3Dvalue`, as libpq reads them) and the schema as `search_path`. node-postgres
  * lets the URL's `options` win over the config's, so they move from the URL into the config.
  */
-function pgConnection(opts: Pick<OpenOptions, 'url' | 'schema'>): { connectionString: string; options?: string } {
+function pgConnection(opts: Pick<OpenOptions, 'url' | 'schema'>): {
+  connectionString: string;
+  options?: string;
+} {
   const url = new URL(opts.url);
   const parts = [url.searchParams.get('options')];
   url.searchParams.delete('options');

@@ -15,7 +15,8 @@ export const TEST_DB = process.env.SVC_TEST_DB === 'postgres' ? 'postgres' : 'sq
  * survives any client's death either way; what it saves is a disk flush per commit.
  */
 export const PG_URL =
-  process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test?options=-c%20synchronous_commit%3Doff';
+  process.env.SVC_TEST_PG_URL ??
+  'postgres://postgres@127.0.0.1:5432/test?options=-c%20synchronous_commit%3Doff';
 
 export interface TestDatabase {
   url: string;
