@@ -44,6 +44,11 @@ export function createHubClient(opts: {
       const hint = ' (no token: run `svc login` or set SVC_TOKEN)';
       return new ApiError(err.code, err.message + hint, err.status, err.details, err.reply);
     }
+    if (err.code === 'unauthorized' && token && !signingIn) {
+      // The hub does not tell a mistyped token from an expired or revoked one, and neither need we.
+      const message = 'your sign-in is no longer valid: run `svc login` (or set a valid SVC_TOKEN)';
+      return new ApiError(err.code, message, err.status, err.details, err.reply);
+    }
     return err;
   };
   const api: Client = {
