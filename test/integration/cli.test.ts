@@ -625,7 +625,7 @@ describe('svc dev', () => {
       });
       assert.match(realms.stdout, /\sdefault\s/);
       // The printed `svc runs start … --watch` line runs the example team to success.
-      const runLine = /^\s+svc (runs start .+)$/m.exec(out)?.[1];
+      const runLine = /^\s+(?:npx )?svc (runs start .+)$/m.exec(out)?.[1];
       assert.ok(runLine, out);
       const run = await runCli(runLine.split(/\s+/), { env: { SVC_CONFIG_DIR: env.SVC_CONFIG_DIR } });
       assert.equal(run.code, 0, run.stderr + run.stdout);
