@@ -36,9 +36,9 @@ export function createHubClient(opts: {
     if (!(err instanceof ApiError)) return err;
     if (err.code === 'network') {
       const cause = (err.details as { cause?: string } | null)?.cause ?? err.message;
-      return new CliError(`cannot reach the ${opts.server ?? 'hub'} at ${base.url} (${cause})`);
+      return new CliError(`cannot reach the ${opts.server ?? 'hub'} at ${base.url} (${cause})`, 1, 'network');
     }
-    if (err.code === 'bad_reply') return new CliError(err.message);
+    if (err.code === 'bad_reply') return new CliError(err.message, 1, 'bad_reply');
     const signingIn = op === 'auth/sign_in' || op === 'invites/accept';
     if (err.code === 'unauthorized' && !token && !signingIn) {
       const hint = ' (no token: run `svc login` or set SVC_TOKEN)';

@@ -100,6 +100,8 @@ console.log('second try');`,
     assert.match(noVersion.stderr, /team hello-team has no version 3\.0\.0; versions: 1\.0\.0, 1\.1\.0/);
     const startTypo = await svc('runs', 'start', 'helo-team');
     assert.match(startTypo.stderr, /not_found: team "helo-team" not found; did you mean hello-team\?/);
+    const agentTypo = await svc('runs', 'start', '--agent', 'helo');
+    assert.match(agentTypo.stderr, /not_found: agent "helo" not found; did you mean hello\?/);
   });
 
   it('an ambiguous run name lists the candidates; an unknown one suggests near names', async () => {
@@ -182,6 +184,11 @@ console.log('second try');`,
       new RegExp(`^review ${reviewId} opened on phase draft \\(round 1\\):\\n {4}A draft about otters$`, 'm'),
     );
     assert.ok(out.includes(`  reject:   svc reviews reject ${reviewId} --message "why"`), out);
+    const listed = await svc('--json', 'reviews', 'list', '--run', 'reviewed-1');
+    assert.deepEqual(
+      JSON.parse(listed.stdout).data.map((r: { id: string }) => r.id),
+      [reviewId],
+    );
     const approved = await runCli(['reviews', 'approve', reviewId!], { env: env() });
     assert.equal(approved.code, 0, approved.stderr);
     await watch.waitFor(/• reviewed-1: succeeded/);

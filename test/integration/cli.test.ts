@@ -566,9 +566,13 @@ describe('svc tokens create --local', () => {
       const r = await runCli(args, { env: { SVC_CONFIG_DIR: tempDir(), SVC_DAEMON_URL: url } });
       assert.equal(r.code, 1, r.stderr);
       assert.equal(r.stdout, '');
+      const message = `cannot reach the daemon at ${url} (ECONNREFUSED); is \`svc daemon\` running? (--daemon URL or SVC_DAEMON_URL)`;
+      // With --json, the error object (on stderr, like every error).
       assert.equal(
         r.stderr,
-        `error: cannot reach the daemon at ${url} (ECONNREFUSED); is \`svc daemon\` running? (--daemon URL or SVC_DAEMON_URL)\n`,
+        args[0] === '--json'
+          ? `${JSON.stringify({ ok: false, error: { code: 'network', message } }, null, 2)}\n`
+          : `error: ${message}\n`,
       );
     }
   });

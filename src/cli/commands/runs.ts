@@ -171,11 +171,17 @@ async function watch(client: HubClient, runId: string, out: (s: string) => void,
   return final ?? (await client.api.call('runs/get_by_id', { run_id: runId })).data;
 }
 
-/** A team named on `runs start` that the hub does not know: its not_found, naming what exists nearby. */
-async function explainTeamNotFound(client: HubClient, err: unknown, team: string, realmId: string) {
+/** A team or agent named on `runs start` that the hub does not know: its not_found, naming what exists nearby. */
+async function explainNotFound(
+  client: HubClient,
+  err: unknown,
+  kind: 'teams' | 'agents',
+  ref: string,
+  realmId: string,
+) {
   if (!(err instanceof ApiError) || err.code !== 'not_found') return err;
   try {
-    await resolveCatalogIn(client, 'teams', team, await realmOrg(client, realmId));
+    await resolveCatalogIn(client, kind, ref, await realmOrg(client, realmId));
   } catch (better) {
     if (better instanceof ApiError && better.code === 'not_found') return better;
   }
@@ -238,7 +244,10 @@ export default defineCommand({
           if (opts.externalId) body.external_id = opts.externalId;
           if (opts.idempotencyKey) body.idempotency_key = opts.idempotencyKey;
           const reply = await s.client.api.call('runs/new', body).catch(async (err: unknown) => {
-            throw body.team && realmId ? await explainTeamNotFound(s.client, err, body.team, realmId) : err;
+            const [kind, ref] = opts.agent
+              ? (['agents', opts.agent] as const)
+              : (['teams', body.team] as const);
+            throw ref && realmId ? await explainNotFound(s.client, err, kind, ref, realmId) : err;
           });
           s.print(
             reply,
