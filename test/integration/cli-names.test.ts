@@ -152,9 +152,10 @@ console.log('second try');`,
   });
 
   it('a resumed run: logs mark each attempt, get counts the running time of both', async () => {
-    const first = await svc('runs', 'start', 'flaky-team', '--watch');
+    const first = await svc('--json', 'runs', 'start', 'flaky-team', '--watch');
     assert.equal(first.code, 1);
-    assert.match(first.stderr, /run failed/);
+    assert.equal(JSON.parse(first.stdout).data.run_name, 'flaky-team-1');
+    assert.equal(JSON.parse(first.stderr).error.code, 'run_failed');
     const resumed = await svc('runs', 'resume', 'flaky-team-1');
     assert.equal(resumed.code, 0, resumed.stderr);
     const watched = await svc('runs', 'watch', 'flaky-team-1');

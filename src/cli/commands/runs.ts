@@ -171,6 +171,10 @@ async function watch(client: HubClient, runId: string, out: (s: string) => void,
   return final ?? (await client.api.call('runs/get_by_id', { run_id: runId })).data;
 }
 
+/** A watched run that ended otherwise than `succeeded`: exit code 1; with --json, code `run_<state>`. */
+const runNotSucceeded = (end: Run) =>
+  new CliError(`run ${end.state}${end.error ? `: ${end.error}` : ''}`, 1, `run_${end.state}`);
+
 /** A team or agent named on `runs start` that the hub does not know: its not_found, naming what exists nearby. */
 async function explainNotFound(
   client: HubClient,
@@ -254,9 +258,10 @@ export default defineCommand({
             () => `Started run ${reply.data.run_name} (${reply.data.run_id}): ${reply.data.state}.\n`,
           );
           if (opts.watch) {
-            const end = await watch(s.client, reply.data.run_id, (x) => ctx.stderr.write(x));
-            if (end.state !== 'succeeded')
-              throw new CliError(`run ${end.state}${end.error ? `: ${end.error}` : ''}`);
+            const end = await watch(s.client, reply.data.run_id, (x) =>
+              s.json ? undefined : ctx.stderr.write(x),
+            );
+            if (end.state !== 'succeeded') throw runNotSucceeded(end);
           }
         },
       );
@@ -362,8 +367,7 @@ export default defineCommand({
           opts.utc === true,
         );
         if (s.json) ctx.stdout.write(`${JSON.stringify({ ok: true, data: end }, null, 2)}\n`);
-        if (end.state !== 'succeeded')
-          throw new CliError(`run ${end.state}${end.error ? `: ${end.error}` : ''}`);
+        if (end.state !== 'succeeded') throw runNotSucceeded(end);
       });
 
     runArgument(
