@@ -233,13 +233,10 @@ export default defineCommand({
           if (opts.agent) Object.assign(body, { agent: opts.agent, execution_type: 'agent' });
           else if (looksLikeId(team!)) body.team_id = team;
           else body.team = team;
-          const realmOfWorkspace = async (id: string) =>
-            (await s.client.api.call('workspaces/get', { id })).data.realm_id;
-          let realmId: string;
-          if (opts.workspace && looksLikeId(opts.workspace)) {
-            body.workspace_id = opts.workspace;
-            realmId = await realmOfWorkspace(opts.workspace).catch(() => '');
-          } else {
+          // With a workspace id, its realm is looked up only to explain a not_found.
+          let realmId: string | null = null;
+          if (opts.workspace && looksLikeId(opts.workspace)) body.workspace_id = opts.workspace;
+          else {
             realmId = await resolveRealm(s.client, opts.realm ?? 'default', opts.org);
             if (opts.workspace) body.workspace_id = await resolveWorkspace(s.client, realmId, opts.workspace);
             else body.realm_id = realmId;
@@ -251,6 +248,10 @@ export default defineCommand({
             const [kind, ref] = opts.agent
               ? (['agents', opts.agent] as const)
               : (['teams', body.team] as const);
+            realmId ??= await s.client.api
+              .call('workspaces/get', { id: body.workspace_id! })
+              .then((r) => r.data.realm_id)
+              .catch(() => null);
             throw ref && realmId ? await explainNotFound(s.client, err, kind, ref, realmId) : err;
           });
           s.print(
