@@ -1,5 +1,5 @@
-import type { HubClient } from './client.js';
-import { looksLikeId, resolveDaemon, resolveOrgOption, resolveRealm } from './resolve.js';
+import { ApiError, type HubClient, listAll } from './client.js';
+import { didYouMean, looksLikeId, resolveDaemon, resolveOrgOption, resolveRealm } from './resolve.js';
 
 /** Catalog entries and daemons named on the command line (agents, teams, workspaces commands). */
 
@@ -33,14 +33,42 @@ export async function resolveCatalog(
 ): Promise<CatalogRow> {
   if (looksLikeId(ref)) return (await client.call<{ data: CatalogRow }>(`${kind}/get`, { id: ref })).data;
   const orgId = await resolveOrgOption(client, orgRef, `to find ${ref} by name`);
+  return resolveCatalogIn(client, kind, ref, orgId);
+}
+
+/**
+ * `NAME[@VERSION]` in an organization. The hub's `not_found` is kept (code, and the reply printed
+ * with `--json`) with a message that names what exists nearby: the near names, or the versions.
+ */
+export async function resolveCatalogIn(
+  client: HubClient,
+  kind: 'agents' | 'teams',
+  ref: string,
+  orgId: string,
+): Promise<CatalogRow> {
   const { name, version } = splitRef(ref);
-  return (
-    await client.call<{ data: CatalogRow }>(`${kind}/get`, {
-      org_id: orgId,
-      name,
-      ...(version ? { version } : {}),
-    })
-  ).data;
+  try {
+    return (
+      await client.call<{ data: CatalogRow }>(`${kind}/get`, {
+        org_id: orgId,
+        name,
+        ...(version ? { version } : {}),
+      })
+    ).data;
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.code !== 'not_found') throw err;
+    const what = kind === 'teams' ? 'team' : 'agent';
+    const rows = await listAll<CatalogRow>(client, `${kind}/list`, { org_id: orgId }).catch(() => null);
+    if (!rows) throw err;
+    const versions = rows.filter((r) => r.name === name).map((r) => r.version);
+    const message = versions.length
+      ? `${what} ${name} has no version ${version}; versions: ${versions.reverse().join(', ')}`
+      : `${what} "${name}" not found${didYouMean(
+          name,
+          rows.map((r) => r.name),
+        )}`;
+    throw new ApiError(err.code, message, err.status, err.details, err.reply);
+  }
 }
 
 /** A daemon by id, or by name in `--realm` (default: the `default` realm of `--org`). */

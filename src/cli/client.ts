@@ -36,13 +36,18 @@ export function createHubClient(opts: {
     if (!(err instanceof ApiError)) return err;
     if (err.code === 'network') {
       const cause = (err.details as { cause?: string } | null)?.cause ?? err.message;
-      return new CliError(`cannot reach the ${opts.server ?? 'hub'} at ${base.url} (${cause})`);
+      return new CliError(`cannot reach the ${opts.server ?? 'hub'} at ${base.url} (${cause})`, 1, 'network');
     }
-    if (err.code === 'bad_reply') return new CliError(err.message);
+    if (err.code === 'bad_reply') return new CliError(err.message, 1, 'bad_reply');
     const signingIn = op === 'auth/sign_in' || op === 'invites/accept';
     if (err.code === 'unauthorized' && !token && !signingIn) {
       const hint = ' (no token: run `svc login` or set SVC_TOKEN)';
       return new ApiError(err.code, err.message + hint, err.status, err.details, err.reply);
+    }
+    if (err.code === 'unauthorized' && token && !signingIn) {
+      // The hub does not tell a mistyped token from an expired or revoked one, and neither need we.
+      const message = 'your sign-in is no longer valid: run `svc login` (or set a valid SVC_TOKEN)';
+      return new ApiError(err.code, message, err.status, err.details, err.reply);
     }
     return err;
   };

@@ -1,4 +1,13 @@
-import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  chmodSync,
+  constants,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createHubClient, type HubClient } from './client.js';
@@ -59,12 +68,33 @@ export function writeConfig(ctx: Pick<CliContext, 'env'>, config: ConfigFile): s
   return file;
 }
 
-/** Saves a profile and makes it the current one. */
-export function saveProfile(ctx: Pick<CliContext, 'env'>, name: string, profile: Profile): string {
+/**
+ * Saves a profile and makes it the current one; with `keepCurrent`, only when no other saved
+ * profile is current. Answers the file and the current profile after.
+ */
+export function saveProfile(
+  ctx: Pick<CliContext, 'env'>,
+  name: string,
+  profile: Profile,
+  opts: { keepCurrent?: boolean } = {},
+): { file: string; current: string } {
   const config = readConfig(ctx);
   config.profiles[name] = profile;
-  config.current = name;
-  return writeConfig(ctx, config);
+  const keep = opts.keepCurrent && config.current !== null && config.profiles[config.current] !== undefined;
+  if (!keep) config.current = name;
+  return { file: writeConfig(ctx, config), current: config.current! };
+}
+
+/** Whether an executable `name` is on `$PATH`. */
+export function onPath(env: Record<string, string | undefined>, name: string): boolean {
+  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    try {
+      accessSync(path.join(dir, name), constants.X_OK);
+      if (statSync(path.join(dir, name)).isFile()) return true;
+    } catch {}
+  }
+  return false;
 }
 
 /** The profile a command uses: `--profile`, else `SVC_PROFILE`, else the current one. */

@@ -18,6 +18,8 @@ export class CliError extends Error {
   constructor(
     message: string,
     readonly exitCode: 1 | 2 = 1,
+    /** The `code` of the error object printed with `--json`. */
+    readonly code: string = exitCode === 2 ? 'usage' : 'cli_error',
   ) {
     super(message);
     this.name = 'CliError';

@@ -78,15 +78,27 @@ export async function run(argv: string[], ctx: CliContext): Promise<number> {
       // Commander has printed its message (or the help) already.
       return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' ? 0 : 2;
     }
+    // With --json an error is the API's error object on stderr: the hub's reply as it came, or the
+    // same shape for an error found here.
+    const json = program.opts<{ json?: boolean }>().json === true;
+    const jsonError = (code: string, message: string) =>
+      `${JSON.stringify({ ok: false, error: { code, message } }, null, 2)}\n`;
     if (err instanceof ApiError) {
-      ctx.stderr.write(`error: ${err.code}: ${err.message}\n`);
+      if (json) {
+        const reply = err.reply && typeof err.reply === 'object' && 'error' in err.reply ? err.reply : null;
+        ctx.stderr.write(reply ? `${JSON.stringify(reply, null, 2)}\n` : jsonError(err.code, err.message));
+      } else ctx.stderr.write(`error: ${err.code}: ${err.message}\n`);
       return 1;
     }
     if (err instanceof CliError) {
-      ctx.stderr.write(`error: ${err.message}\n`);
+      ctx.stderr.write(json ? jsonError(err.code, err.message) : `error: ${err.message}\n`);
       return err.exitCode;
     }
     const e = err as Error;
+    if (json) {
+      ctx.stderr.write(jsonError('cli_error', e?.message ?? String(err)));
+      return 1;
+    }
     ctx.stderr.write(`error: ${e?.message ?? String(err)}\n`);
     if (ctx.env.SVC_DEBUG) ctx.stderr.write(`${e?.stack ?? ''}\n`);
     return 1;

@@ -566,9 +566,13 @@ describe('svc tokens create --local', () => {
       const r = await runCli(args, { env: { SVC_CONFIG_DIR: tempDir(), SVC_DAEMON_URL: url } });
       assert.equal(r.code, 1, r.stderr);
       assert.equal(r.stdout, '');
+      const message = `cannot reach the daemon at ${url} (ECONNREFUSED); is \`svc daemon\` running? (--daemon URL or SVC_DAEMON_URL)`;
+      // With --json, the error object (on stderr, like every error).
       assert.equal(
         r.stderr,
-        `error: cannot reach the daemon at ${url} (ECONNREFUSED); is \`svc daemon\` running? (--daemon URL or SVC_DAEMON_URL)\n`,
+        args[0] === '--json'
+          ? `${JSON.stringify({ ok: false, error: { code: 'network', message } }, null, 2)}\n`
+          : `error: ${message}\n`,
       );
     }
   });
@@ -625,7 +629,7 @@ describe('svc dev', () => {
       });
       assert.match(realms.stdout, /\sdefault\s/);
       // The printed `svc runs start … --watch` line runs the example team to success.
-      const runLine = /^\s+svc (runs start .+)$/m.exec(out)?.[1];
+      const runLine = /^\s+(?:npx )?svc (runs start .+)$/m.exec(out)?.[1];
       assert.ok(runLine, out);
       const run = await runCli(runLine.split(/\s+/), { env: { SVC_CONFIG_DIR: env.SVC_CONFIG_DIR } });
       assert.equal(run.code, 0, run.stderr + run.stdout);
@@ -639,11 +643,35 @@ describe('svc dev', () => {
     }
     assert.ok(statSync(path.join(cwd, '.svc', 'hub.db')).isFile());
 
-    const second = startCli(['dev'], { env, cwd });
+    // Another profile is current (a real hub signed in to): svc dev adds its own and leaves it so.
+    const configFile = path.join(env.SVC_CONFIG_DIR, 'config.json');
+    const saved = JSON.parse(readFileSync(configFile, 'utf8'));
+    assert.equal(saved.current, 'dev');
+    saved.profiles.work = { hub_url: 'http://127.0.0.1:9', token: 'svc_tok_x', token_kind: 'personal' };
+    saved.current = 'work';
+    writeFileSync(configFile, JSON.stringify(saved));
+
+    const second = startCli(['dev'], { env: { ...env, PATH: path.dirname(process.execPath) }, cwd });
     try {
       await second.waitFor(/Press Ctrl-C to stop/);
       const out = second.stdout();
       assert.doesNotMatch(out, /seeded/);
+      const after = JSON.parse(readFileSync(configFile, 'utf8'));
+      assert.equal(after.current, 'work');
+      assert.ok(after.profiles.dev.token);
+      assert.match(out, /profile "work" stays current: `(npx )?svc profile use dev` switches/);
+      // No svc on PATH in the test environment: the printed commands go through npx, as dev.
+      assert.match(out, /^ {2}npx svc --profile dev whoami$/m);
+      const listed = await runCli(['profile', 'list'], { env: { SVC_CONFIG_DIR: env.SVC_CONFIG_DIR } });
+      assert.match(listed.stdout, /^\*\s+work\s+http:\/\/127\.0\.0\.1:9/m);
+      const use = await runCli(['profile', 'use', 'dev'], { env: { SVC_CONFIG_DIR: env.SVC_CONFIG_DIR } });
+      assert.equal(use.code, 0, use.stderr);
+      assert.equal(JSON.parse(readFileSync(configFile, 'utf8')).current, 'dev');
+      const unknown = await runCli(['profile', 'use', 'nope'], {
+        env: { SVC_CONFIG_DIR: env.SVC_CONFIG_DIR },
+      });
+      assert.equal(unknown.code, 2);
+      assert.match(unknown.stderr, /no profile named "nope"; profiles: dev, work/);
       assert.equal(/^\s+token\s+(svc_tok_\S+)/m.exec(out)?.[1], token);
       const orgs = await runCli(['--json', 'orgs', 'list'], { env: { SVC_CONFIG_DIR: env.SVC_CONFIG_DIR } });
       assert.equal(JSON.parse(orgs.stdout).data.filter((o: { slug: string }) => o.slug === 'demo').length, 1);

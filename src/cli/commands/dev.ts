@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { ensurePrivateDir } from '../../shared/private-files.js';
 import { ApiError, createHubClient, type HubClient, listAll } from '../client.js';
 import { defineCommand, positiveInt } from '../command.js';
-import { configPath, saveProfile } from '../config.js';
+import { configPath, onPath, saveProfile } from '../config.js';
 import { type CliContext, usageError } from '../context.js';
 import type { OrgRow, RealmRow } from '../resolve.js';
 
@@ -180,8 +180,13 @@ function summary(
     state: DevState;
     daemonUrl: string | null;
     demo: Demo | null;
+    /** The current CLI profile after saving `dev`. */
+    current: string;
   },
 ) {
+  // Commands as they work when pasted: `npx svc` where no `svc` is on PATH (a checkout).
+  const svc = onPath(ctx.env, 'svc') ? 'svc' : 'npx svc';
+  const asDev = p.current === PROFILE ? '' : ` --profile ${PROFILE}`;
   const lines = [
     '',
     p.seeded.created ? `svc dev is running (seeded organization "${ORG}")` : 'svc dev is running',
@@ -198,19 +203,26 @@ function summary(
     `  workspace ${p.demo ? `${p.demo.workspace.path} (${p.demo.workspace.id})` : '-'}`,
     `  data      ${p.home}`,
     `  profile   "${PROFILE}" in ${configPath(ctx)}`,
+    ...(p.current === PROFILE
+      ? []
+      : [
+          `            (profile "${p.current}" stays current: \`${svc} profile use ${PROFILE}\` switches, or add --profile ${PROFILE})`,
+        ]),
     '',
     'Try next, in another terminal:',
-    '  svc whoami',
-    '  svc orgs list',
-    `  svc realms list --org ${ORG}`,
-    `  svc orgs members ${ORG}`,
-    `  svc realms daemon-token default my-laptop --org ${ORG}`,
-    `  svc agents list --org ${ORG}`,
-    `  svc teams installs --daemon dev --org ${ORG}`,
-    `  svc workspaces list --org ${ORG}`,
-    ...(p.demo
-      ? [`  svc runs start ${p.demo.team} --workspace ${p.demo.workspace.id} --input name=you --watch`]
-      : []),
+    ...[
+      'whoami',
+      'orgs list',
+      `realms list --org ${ORG}`,
+      `orgs members ${ORG}`,
+      `realms daemon-token default my-laptop --org ${ORG}`,
+      `agents list --org ${ORG}`,
+      `teams installs --daemon dev --org ${ORG}`,
+      `workspaces list --org ${ORG}`,
+      ...(p.demo
+        ? [`runs start ${p.demo.team} --workspace ${p.demo.workspace.id} --input name=you --watch`]
+        : []),
+    ].map((c) => `  ${svc}${asDev} ${c}`),
     '',
     'Press Ctrl-C to stop.',
     '',
@@ -292,13 +304,14 @@ export default defineCommand({
             demo = await demoContent(client, seeded.org.id, daemon.daemonId()!, home);
           }
 
-          saveProfile(ctx, PROFILE, {
-            hub_url: running.url,
-            token,
-            token_kind: 'personal',
-            who: 'admin <admin@localhost>',
-          });
-          summary(ctx, { url: running.url, token, home, seeded, state, daemonUrl, demo });
+          // Another current profile (a real hub you signed in to) stays current.
+          const { current } = saveProfile(
+            ctx,
+            PROFILE,
+            { hub_url: running.url, token, token_kind: 'personal', who: 'admin <admin@localhost>' },
+            { keepCurrent: true },
+          );
+          summary(ctx, { url: running.url, token, home, seeded, state, daemonUrl, demo, current });
           await ctx.waitForShutdown();
           ctx.stdout.write('Stopping…\n');
         } finally {

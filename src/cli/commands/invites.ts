@@ -58,7 +58,7 @@ export default defineCommand({
           let saved = '';
           if (opts.login) {
             const name = profileName(ctx, c.optsWithGlobals<{ profile?: string }>().profile) ?? 'default';
-            const file = saveProfile(ctx, name, {
+            const { file } = saveProfile(ctx, name, {
               hub_url: s.client.url,
               token,
               token_kind: 'session',

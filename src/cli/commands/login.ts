@@ -50,7 +50,7 @@ export default defineCommand({
           );
           const u: UserOut | null = who.data.user;
           const label = u ? `${u.handle} <${u.email}>` : `daemon ${who.data.daemon?.name}`;
-          const file = saveProfile(ctx, name, { hub_url: url, token, token_kind: kind, who: label });
+          const { file } = saveProfile(ctx, name, { hub_url: url, token, token_kind: kind, who: label });
           ctx.stdout.write(
             globals.json
               ? `${JSON.stringify({ ok: true, profile: name, hub_url: url, file, whoami: who.data }, null, 2)}\n`

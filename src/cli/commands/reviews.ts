@@ -5,7 +5,7 @@ import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import type { CliContext } from '../context.js';
 import { usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
-import { resolveRealm } from '../resolve.js';
+import { resolveRealm, resolveRun } from '../resolve.js';
 
 type ReviewRow = Review & Partial<Pick<ReviewDetail, 'submissions'>>;
 
@@ -81,7 +81,7 @@ export default defineCommand({
           'open (default), closed, all, approved, rejected, changes_requested, expired, cancelled',
         )
         .option('--mine', 'only the reviews waiting for you')
-        .option('--run <run-id>', 'only the reviews of this run'),
+        .option('--run <run>', 'only the reviews of this run (id, or its name in the realm)'),
     ).action(
       async (
         opts: {
@@ -102,7 +102,7 @@ export default defineCommand({
           // The hub checks the value (invalid_params names the allowed ones).
           ...(opts.state ? { state: opts.state as Request<'reviews/list'>['state'] } : {}),
           ...(opts.mine ? { mine: true } : {}),
-          ...(opts.run ? { run_id: opts.run } : {}),
+          ...(opts.run ? { run_id: await resolveRun(s.client, realmId, opts.run) } : {}),
           ...pageArgs(opts),
         });
         s.printPage(

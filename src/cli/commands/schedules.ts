@@ -73,7 +73,7 @@ export default defineCommand({
       const s = session(ctx, c);
       const reply = await s.client.call<{ data: Schedule }>('schedules/new', {
         realm_id: await realmOf(s.client, opts),
-        ...targetBody(opts, true),
+        ...(await targetBody(s.client, opts, true)),
         ...timeBody({ ...opts, cron }),
         ...(opts.disabled ? { enabled: false } : {}),
       });
@@ -133,7 +133,7 @@ export default defineCommand({
       const s = session(ctx, c);
       const reply = await s.client.call<{ data: Schedule }>('schedules/update', {
         id,
-        ...targetBody(opts, false),
+        ...(await targetBody(s.client, opts, false)),
         ...timeBody(opts),
         ...(opts.enable ? { enabled: true } : opts.disable ? { enabled: false } : {}),
       });

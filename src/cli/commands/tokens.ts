@@ -33,7 +33,11 @@ async function createLocal(ctx: CliContext, c: Command, opts: CreateOptions): Pr
     });
   } catch (err) {
     if (err instanceof CliError && !(err instanceof ApiError)) {
-      throw new CliError(`${err.message}; is \`svc daemon\` running? (--daemon URL or SVC_DAEMON_URL)`);
+      throw new CliError(
+        `${err.message}; is \`svc daemon\` running? (--daemon URL or SVC_DAEMON_URL)`,
+        err.exitCode,
+        err.code,
+      );
     }
     throw err;
   }

@@ -46,7 +46,7 @@ export default defineCommand({
       const reply = await s.client.call<{ data: Trigger }>('triggers/new', {
         realm_id: await realmOf(s.client, opts),
         name,
-        ...targetBody(opts, true),
+        ...(await targetBody(s.client, opts, true)),
       });
       s.print(
         reply,

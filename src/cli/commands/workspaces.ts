@@ -1,13 +1,21 @@
 import path from 'node:path';
 import { resolveCatalog, resolveDaemonRef } from '../catalog-refs.js';
+import type { HubClient } from '../client.js';
 import { defineCommand, pageArgs, session, withPaging } from '../command.js';
 import { usageError } from '../context.js';
 import { col, formatRecord, time } from '../output.js';
-import { looksLikeId, realmOrg, resolveRealm } from '../resolve.js';
+import { looksLikeId, realmOrg, resolveRealm, resolveWorkspace } from '../resolve.js';
 
 const DAEMON_HELP = 'daemon id, or name (in --realm, default "default")';
 const REALM_HELP = 'realm id or name (to find the daemon by name)';
 const ORG_HELP = 'organization id or slug (to find a realm by name)';
+const WORKSPACE_HELP = 'workspace id, or its name or path in --realm (default "default")';
+
+/** A workspace by id, or by name or path in `--realm`. */
+async function workspaceRef(client: HubClient, ref: string, o: { realm?: string; org?: string }) {
+  if (looksLikeId(ref)) return ref;
+  return resolveWorkspace(client, await resolveRealm(client, o.realm ?? 'default', o.org), ref);
+}
 
 export default defineCommand({
   summary: 'Workspaces on daemons: register, list, get, remove, …',
@@ -72,9 +80,12 @@ export default defineCommand({
     cmd
       .command('get')
       .description('Show a workspace')
-      .argument('<workspace>', 'workspace id')
-      .action(async (id: string, _opts: unknown, c) => {
+      .argument('<workspace>', WORKSPACE_HELP)
+      .option('--realm <realm>', 'realm id or name (to find the workspace by name)')
+      .option('--org <org>', ORG_HELP)
+      .action(async (ref: string, opts: { realm?: string; org?: string }, c) => {
         const s = session(ctx, c);
+        const id = await workspaceRef(s.client, ref, opts);
         const reply = await s.client.api.call('workspaces/get', { id });
         const w = reply.data;
         s.print(reply, () =>
@@ -94,7 +105,7 @@ export default defineCommand({
     cmd
       .command('remove')
       .description("Remove a workspace from the hub's catalog (the daemon's directory is untouched)")
-      .argument('<workspace>', 'workspace id, or its path with --daemon')
+      .argument('<workspace>', `${WORKSPACE_HELP}; or its path on --daemon`)
       .option('--daemon <daemon>', `select by path on this daemon: ${DAEMON_HELP}`)
       .option('--realm <realm>', REALM_HELP)
       .option('--org <org>', ORG_HELP)
@@ -105,7 +116,7 @@ export default defineCommand({
               daemon_id: await resolveDaemonRef(s.client, opts.daemon, opts),
               path: path.resolve(ctx.cwd, ref),
             }
-          : { id: ref };
+          : { id: await workspaceRef(s.client, ref, opts) };
         const reply = await s.client.api.call('workspaces/remove', body);
         s.print(reply, () => (reply.removed ? `Removed workspace ${ref}.\n` : `No workspace ${ref}.\n`));
       });
@@ -113,10 +124,13 @@ export default defineCommand({
     cmd
       .command('assign-teams')
       .description('Set the teams a workspace runs (each must be installed on its daemon)')
-      .argument('<workspace>', 'workspace id')
+      .argument('<workspace>', WORKSPACE_HELP)
       .argument('[teams...]', 'team ids or names (none: clear)')
-      .action(async (id: string, teams: string[], _opts: unknown, c) => {
+      .option('--realm <realm>', 'realm id or name (to find the workspace by name)')
+      .option('--org <org>', ORG_HELP)
+      .action(async (ref: string, teams: string[], opts: { realm?: string; org?: string }, c) => {
         const s = session(ctx, c);
+        const id = await workspaceRef(s.client, ref, opts);
         const w = (await s.client.api.call('workspaces/get', { id })).data;
         const orgId = teams.length ? await realmOrg(s.client, w.realm_id) : null;
         const teamIds: string[] = [];
