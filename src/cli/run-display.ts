@@ -1,7 +1,8 @@
-import { isTerminal } from '../shared/api/run-states.js';
-import type { Actor, HistoryEntry, LogLine, Run } from '../shared/api/runs.js';
+import type { Actor, LogLine, Run } from '../shared/api/runs.js';
 import type { HubClient } from './client.js';
 import { shortId } from './resolve.js';
+
+export { attemptOf, attemptStarts, runningTime } from '../shared/api/run-time.js';
 
 /**
  * How `svc runs` shows a run to a person: the names of what it refers to (looked up once per
@@ -83,46 +84,6 @@ export class Names {
         return ' by the hub';
     }
   }
-}
-
-/**
- * Where each attempt of a run begins: its start, then every move out of an ended state (a resume,
- * or a lost run offered again). A log line belongs to the last attempt begun at or before it.
- */
-export function attemptStarts(run: Pick<Run, 'started_at'>, history: readonly HistoryEntry[]): number[] {
-  const starts = [run.started_at];
-  let ended = false;
-  for (const e of history) {
-    if (ended && !isTerminal(e.state)) starts.push(e.at);
-    ended = isTerminal(e.state);
-  }
-  return starts;
-}
-
-export const attemptOf = (starts: readonly number[], at: number) => {
-  let n = 1;
-  for (let i = 1; i < starts.length; i++) if (at >= starts[i]!) n = i + 1;
-  return n;
-};
-
-/**
- * The time the run spent `running` (an agent process at work), over how many attempts: waiting in
- * the queue, for input or a review, and the time between a failure and its resume do not count.
- */
-export function runningTime(run: Run, history: readonly HistoryEntry[], now: number) {
-  let ms = 0;
-  let since: number | null = null;
-  let attempts = 0;
-  for (const e of history) {
-    if (e.type === 'run.started' || e.type === 'run.resumed') attempts++;
-    if (e.state === 'running' && since === null) since = e.at;
-    else if (e.state !== 'running' && since !== null) {
-      ms += e.at - since;
-      since = null;
-    }
-  }
-  if (since !== null && run.state === 'running') ms += now - since;
-  return { ms, attempts };
 }
 
 export function formatRunningTime({ ms, attempts }: { ms: number; attempts: number }): string {

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { activeTime } from '../shared/api/run-states.js';
 import { buildRunRequest, emptyForm, formFromRun, type StartRunForm } from './start-run-form.js';
 
 const form = (patch: Partial<StartRunForm>): StartRunForm => ({ ...emptyForm(), ...patch });
@@ -97,22 +96,5 @@ describe('the start-a-run form', () => {
       ok: true,
       body: { realm_id: 'r', team: 'hello', workspace_id: 'ws', inputs: { n: 2 } },
     });
-  });
-});
-
-describe("a run's active time", () => {
-  it('counts running and review time over attempts, not the time it sat cancelled or queued', () => {
-    const history = [
-      { at: 0, state: 'queued' as const },
-      { at: 1000, state: 'assigned' as const },
-      { at: 1500, state: 'running' as const },
-      { at: 3500, state: 'awaiting_input' as const },
-      { at: 4500, state: 'cancelled' as const },
-      { at: 60_000, state: 'queued' as const },
-      { at: 61_000, state: 'running' as const },
-    ];
-    assert.equal(activeTime(history, 62_000), 2000 + 1000 + 1000);
-    assert.equal(activeTime([...history, { at: 63_000, state: 'succeeded' }], 99_000), 2000 + 1000 + 2000);
-    assert.equal(activeTime([], 5), 0);
   });
 });

@@ -1,4 +1,5 @@
 /** A run's phases as a timeline, computed from its history (unit-tested in timeline.test.ts). */
+import { attemptOf } from '../shared/api/run-time.js';
 import type { HistoryEntry } from './types.js';
 
 export type PhaseStatus =
@@ -179,20 +180,19 @@ export function barGeometry(
 export type LogRow<L> = { line: L } | { attempt: number; at: number };
 
 /**
- * Log lines with a marker before the first line of each attempt after the first: the attempts start
- * at the history's `run.started` entries (a resumed run starts again).
+ * Log lines with a marker before the first line of each attempt after the first; `starts` are the
+ * attempts' start times (src/shared/api/run-time.ts `attemptStarts`).
  */
 export function withAttemptMarkers<L extends { at: number }>(
   lines: readonly L[],
-  history: readonly { type: string; at: number }[],
+  starts: readonly number[],
 ): LogRow<L>[] {
-  const starts = history.filter((e) => e.type === 'run.started').map((e) => e.at);
   const out: LogRow<L>[] = [];
-  let next = 1;
+  let shown = 1;
   for (const line of lines) {
-    let marked: number | null = null;
-    while (next < starts.length && line.at >= starts[next]!) marked = next++;
-    if (marked !== null) out.push({ attempt: marked + 1, at: starts[marked]! });
+    const n = attemptOf(starts, line.at);
+    if (n > shown) out.push({ attempt: n, at: starts[n - 1]! });
+    shown = Math.max(shown, n);
     out.push({ line });
   }
   return out;

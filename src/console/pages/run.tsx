@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import { activeTime, isTerminal } from '../../shared/api/run-states.js';
+import { isTerminal } from '../../shared/api/run-states.js';
+import { runningTime } from '../../shared/api/run-time.js';
 import { api } from '../api.js';
 import { formatDuration, shortId } from '../format.js';
 import { runEvents, useLive, useNow } from '../live.js';
@@ -83,7 +84,7 @@ function RunBody({ run, live, now, refresh }: { run: Run; live: boolean; now: nu
   );
   const history = run.history ?? [];
   const [again, setAgain] = useState(false);
-  const attempts = history.filter((e) => e.type === 'run.started').length;
+  const ran = runningTime(run, history, now);
   return (
     <>
       <Lineage run={run} />
@@ -115,10 +116,10 @@ function RunBody({ run, live, now, refresh }: { run: Run; live: boolean; now: nu
           <dt>{run.completed_at ? 'Ran for' : 'Running for'}</dt>
           <dd
             class="tabular"
-            title="time running or waiting for a review; time queued, failed or cancelled does not count"
+            title="time an agent process was at work; time queued, waiting for a review, failed or cancelled does not count"
           >
-            {formatDuration(activeTime(history, now))}
-            {attempts > 1 ? <span class="muted"> · {attempts} attempts</span> : null}
+            {formatDuration(ran.ms)}
+            {ran.attempts > 1 ? <span class="muted"> · {ran.attempts} attempts</span> : null}
           </dd>
         </div>
         <div>

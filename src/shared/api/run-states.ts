@@ -37,21 +37,3 @@ export const TERMINAL_STATES: ReadonlySet<RunState> = new Set([
 ]);
 
 export const isTerminal = (state: string): boolean => TERMINAL_STATES.has(state as RunState);
-
-/** States in which a run is working (a daemon runs it or it waits for a review). */
-const ACTIVE: ReadonlySet<RunState> = new Set(['running', 'awaiting_input']);
-
-/**
- * How long a run has worked: the time its history spends `running` or `awaiting_input`, summed over
- * its attempts, so the time it sat queued, failed or cancelled before a resume does not count.
- * `now` closes a span still open.
- */
-export function activeTime(history: readonly { at: number; state: RunState }[], now: number): number {
-  let total = 0;
-  for (let i = 0; i < history.length; i++) {
-    const e = history[i]!;
-    if (!ACTIVE.has(e.state)) continue;
-    total += Math.max(0, (history[i + 1]?.at ?? now) - e.at);
-  }
-  return total;
-}

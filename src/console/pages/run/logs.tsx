@@ -1,4 +1,5 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { attemptStarts } from '../../../shared/api/run-time.js';
 import { api } from '../../api.js';
 import { clockMs, formatTime, isoTime } from '../../format.js';
 import { runEvents, useLive } from '../../live.js';
@@ -90,7 +91,7 @@ export function Logs({ run, live }: { run: Run; live: boolean }) {
         {lines.length === 0 ? (
           <span class="muted">{logs.loading ? 'Loading…' : live ? 'No output yet.' : 'No output.'}</span>
         ) : (
-          withAttemptMarkers(lines, run.history ?? []).map((row) =>
+          withAttemptMarkers(lines, attemptStarts(run, run.history ?? [])).map((row) =>
             'attempt' in row ? (
               <span key={`attempt-${row.attempt}`} class="line attempt">
                 ── attempt {row.attempt} · {formatTime(row.at)} ──{'\n'}
