@@ -19,7 +19,9 @@ const CHROMIUM = '/usr/bin/chromium';
 const SKIP = existsSync(CHROMIUM)
   ? false
   : `${CHROMIUM} is missing (apt-get install chromium); CI installs it`;
-const DOCS = process.env.SVC_CONSOLE_SCREENSHOT ? fileURLToPath(new URL('../../docs/', import.meta.url)) : null;
+const DOCS = process.env.SVC_CONSOLE_SCREENSHOT
+  ? fileURLToPath(new URL('../../docs/', import.meta.url))
+  : null;
 const PASSWORD = 'correct horse battery';
 const WAIT = 20_000;
 
@@ -180,7 +182,10 @@ describe('managing the hub from the web console', { skip: SKIP }, () => {
     await rm.getByRole('button', { name: 'Remove' }).click();
     await closed(rm);
     await page.getByText('No rules: no event is sent anywhere yet.').waitFor();
-    assert.equal((await h.ok('realms/list_notification_rules', { realm_id: w.realmId }, ada.token)).data.length, 0);
+    assert.equal(
+      (await h.ok('realms/list_notification_rules', { realm_id: w.realmId }, ada.token)).data.length,
+      0,
+    );
   });
 
   it('a token is shown once, with a copy button, and can be revoked', async () => {
@@ -285,7 +290,9 @@ describe('managing the hub from the web console', { skip: SKIP }, () => {
     await page.getByRole('cell', { name: '0 6 * * 1-5 Europe/Paris' }).waitFor();
     const offered = async () =>
       page
-        .getByRole('button', { name: /^(New |Add to realm|Invite|Edit|Remove|Change role|Set value|Run now)/ })
+        .getByRole('button', {
+          name: /^(New |Add to realm|Invite|Edit|Remove|Change role|Set value|Run now)/,
+        })
         .count();
     assert.equal(await offered(), 0, 'schedules');
     await go(page, 'Channels', 'Notification channels');
@@ -300,7 +307,11 @@ describe('managing the hub from the web console', { skip: SKIP }, () => {
     const refused = [
       await h.call(
         'notification_channels/new',
-        { realm_id: w.realmId, name: 'x', destinations: [{ type: 'webhook', webhook_url: 'https://a.test/' }] },
+        {
+          realm_id: w.realmId,
+          name: 'x',
+          destinations: [{ type: 'webhook', webhook_url: 'https://a.test/' }],
+        },
         vic.token,
       ),
       await h.call('schedules/new', { realm_id: w.realmId, team: 'essay', cron: '0 0 * * *' }, vic.token),
