@@ -7,7 +7,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError } from './api.js';
+import { fieldErrors } from './issues.js';
 
 export type FieldValue = string | boolean | string[];
 export type Values = Record<string, FieldValue>;
@@ -41,30 +41,6 @@ export interface FormSpec {
 
 const initial = (f: Field): FieldValue =>
   f.value ?? (f.type === 'checkbox' ? false : f.type === 'checks' ? [] : '');
-
-/** Field issues of a refusal, keyed by the form's field names (`destinations.0.webhook_url` → `webhook_url`). */
-export function fieldErrors(
-  err: unknown,
-  fields: Pick<Field, 'name' | 'api'>[],
-): { byField: Record<string, string>; other: boolean } {
-  const issues =
-    err instanceof ApiError
-      ? ((err.details as { issues?: { field: string; message: string }[] } | null)?.issues ?? [])
-      : [];
-  const byField: Record<string, string> = {};
-  let other = false;
-  for (const i of issues) {
-    const parts = i.field.split('.');
-    const name = fields.find(
-      (f) =>
-        [i.field, parts[parts.length - 1], parts[0]].includes(f.name) ||
-        (f.api !== undefined && (i.field === f.api || i.field.startsWith(`${f.api}.`))),
-    )?.name;
-    if (name) byField[name] = byField[name] ? `${byField[name]}; ${i.message}` : i.message;
-    else other = true;
-  }
-  return { byField, other };
-}
 
 export function FormDialog({ spec, onClose }: { spec: FormSpec | null; onClose: () => void }) {
   const ref = useRef<HTMLDialogElement>(null);
@@ -122,8 +98,8 @@ function FormBody({ spec, close }: { spec: FormSpec; close: () => void }) {
       if (shown) setResult(shown);
       else close();
     } catch (err) {
-      const { byField } = fieldErrors(err, spec.fields);
-      setError({ message: (err as Error).message, byField });
+      const { byField, summary } = fieldErrors(err, spec.fields);
+      setError({ message: summary ?? (err as Error).message, byField });
     } finally {
       setBusy(false);
     }

@@ -258,6 +258,20 @@ describe('managing the hub from the web console', { skip: SKIP }, () => {
     await page.getByRole('cell', { name: '0 6 * * 1-5 Europe/Paris' }).waitFor();
     const [schedule] = (await h.ok('schedules/list', { realm_id: w.realmId }, ada.token)).data;
     assert.equal(schedule.team, 'essay');
+    // A trigger: its hook URL and signing secret, once.
+    await page.getByRole('button', { name: 'New trigger' }).click();
+    const t = dialog(page, 'New trigger');
+    await t.getByLabel('Name').fill('pushes');
+    await t.getByRole('button', { name: 'Create trigger' }).click();
+    const hookSecret = (await t.locator('.once-value code').textContent()) ?? '';
+    const [trigger] = (await h.ok('triggers/list', { realm_id: w.realmId }, ada.token)).data;
+    await t.getByText(trigger.url).waitFor();
+    await t.getByText('It will not be shown again.').waitFor();
+    await shot(page, 'triggers-new');
+    await t.getByRole('button', { name: 'Done' }).click();
+    await closed(t);
+    await page.getByRole('heading', { name: 'pushes', level: 3 }).waitFor();
+    assert.ok(hookSecret.length >= 16 && !(await page.content()).includes(hookSecret));
     await shot(page, 'schedules');
 
     const value = 'sk-live-do-not-leak-4242';

@@ -4,7 +4,7 @@ import { confirmRemove, FormDialog, type FormSpec, ShownOnce, text } from '../fo
 import { useLive, useNow } from '../live.js';
 import { orgAdmin, roleAtLeast } from '../permissions.js';
 import { useScope } from '../scope.js';
-import type { OrgMember, RealmMember } from '../types.js';
+import type { Daemon, OrgMember, RealmMember } from '../types.js';
 import { Ago, ErrorNote, PageTitle, SkeletonRows } from '../ui.js';
 
 const ORG_ROLES = [
@@ -40,9 +40,17 @@ export function MembersPage() {
     [realm?.id],
     10_000,
   );
+  const daemons = useLive(
+    async () => (realm ? listAll<'daemons/list', Daemon>('daemons/list', { realm_id: realm.id }) : null),
+    [realm?.id],
+    null,
+  );
   const manageOrg = orgAdmin(scope.orgRole);
   const manageRealm = roleAtLeast(scope.role, 'admin');
-  const byId = new Map((people.data ?? []).map((p) => [p.user.id, p.user]));
+  const names = new Map<string, string>([
+    ...(people.data ?? []).map((p) => [p.user.id, p.user.handle] as const),
+    ...(daemons.data ?? []).map((d) => [d.id, d.name] as const),
+  ]);
   const changed = () => {
     people.refresh();
     members.refresh();
@@ -241,8 +249,7 @@ export function MembersPage() {
             <tbody>
               {members.data === undefined ? <SkeletonRows rows={3} cols={manageRealm ? 5 : 4} /> : null}
               {members.data?.map((m) => {
-                const label =
-                  m.member_type === 'user' ? (byId.get(m.member_id)?.handle ?? m.member_id) : m.member_id;
+                const label = names.get(m.member_id) ?? m.member_id;
                 return (
                   <tr key={`${m.member_type}:${m.member_id}`}>
                     <td>{label}</td>
