@@ -4,11 +4,14 @@ import { api, session, setUnauthorizedHandler } from './api.js';
 import { CatalogPage } from './pages/catalog.js';
 import { ChannelsPage } from './pages/channels.js';
 import { DaemonsPage } from './pages/daemons.js';
+import { MembersPage } from './pages/members.js';
 import { ReviewsPage } from './pages/reviews.js';
 import { RunPage } from './pages/run.js';
 import { RunsPage } from './pages/runs.js';
 import { SchedulesPage } from './pages/schedules.js';
+import { SecretsPage } from './pages/secrets.js';
 import { SignInPage } from './pages/signin.js';
+import { TokensPage } from './pages/tokens.js';
 import { formatRoute, NAV, parseRoute, type Route } from './router.js';
 import { ScopePicker, ScopeProvider } from './scope.js';
 import type { User } from './types.js';
@@ -90,7 +93,7 @@ export function App() {
     go('#/signin');
   };
   return (
-    <ScopeProvider>
+    <ScopeProvider user={user}>
       <button type="button" class="skip" onClick={skipToMain}>
         Skip to content
       </button>
@@ -150,6 +153,12 @@ function Page({ route }: { route: Route }) {
       return <CatalogPage />;
     case 'channels':
       return <ChannelsPage channel={route.channel} />;
+    case 'members':
+      return <MembersPage />;
+    case 'tokens':
+      return <TokensPage />;
+    case 'secrets':
+      return <SecretsPage />;
     default:
       return (
         <>

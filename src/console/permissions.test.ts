@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { RunState } from '../shared/api/run-states.js';
-import { roleAtLeast, runControls } from './permissions.js';
+import { canManageScoped, orgAdmin, roleAtLeast, runControls } from './permissions.js';
 import type { ForceTerminate, PendingControl } from './types.js';
 
 const ft = (eligible: boolean, blocker: string | null): ForceTerminate => ({
@@ -64,6 +64,40 @@ describe('run controls from role and run', () => {
     assert.equal(
       runControls(run('succeeded', ft(false, 'already_terminal')), 'admin').terminate.blocker,
       null,
+    );
+  });
+});
+
+describe('management controls', () => {
+  const who = (
+    role: 'member' | 'operator' | 'admin' | null,
+    orgRole: 'owner' | 'admin' | 'member' | null,
+  ) => ({
+    role,
+    orgRole,
+    userId: 'u1',
+  });
+  const realmThing = { realm_id: 'r1', org_id: null, user_id: null };
+  const orgThing = { realm_id: null, org_id: 'o1', user_id: null };
+  it('a realm thing follows the realm role', () => {
+    assert.equal(canManageScoped(realmThing, who('operator', 'member'), 'operator'), true);
+    assert.equal(canManageScoped(realmThing, who('member', 'admin'), 'operator'), false);
+    assert.equal(canManageScoped(realmThing, who('operator', null), 'admin'), false);
+  });
+  it('an organization thing needs an org owner or admin', () => {
+    assert.equal(canManageScoped(orgThing, who('admin', 'member'), 'operator'), false);
+    assert.equal(canManageScoped(orgThing, who(null, 'owner'), 'operator'), true);
+    assert.equal(orgAdmin('admin'), true);
+    assert.equal(orgAdmin(null), false);
+  });
+  it('a personal thing belongs to its person only', () => {
+    assert.equal(
+      canManageScoped({ realm_id: null, org_id: null, user_id: 'u1' }, who(null, null), 'admin'),
+      true,
+    );
+    assert.equal(
+      canManageScoped({ realm_id: null, org_id: null, user_id: 'u2' }, who('admin', 'owner'), 'admin'),
+      false,
     );
   });
 });

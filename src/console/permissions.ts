@@ -5,7 +5,7 @@
  * page from offering what would be refused. Unit-tested in permissions.test.ts.
  */
 import { explainBlocker } from './format.js';
-import type { RealmRole, Run } from './types.js';
+import type { OrgRole, RealmRole, Run } from './types.js';
 
 const RANK: Record<RealmRole, number> = { member: 0, operator: 1, admin: 2 };
 
@@ -58,4 +58,20 @@ export function runControls(
     ? null
     : `Your role in this realm (${role ?? 'none'}) can view this run but not cancel, resume or terminate it.`;
   return { cancel, resume, terminate: term, roleNote };
+}
+
+/** Organization owners and admins manage the organization's channels, rules, secrets and members. */
+export function orgAdmin(role: OrgRole | null | undefined): boolean {
+  return role === 'owner' || role === 'admin';
+}
+
+/** Who may manage something of a realm, an organization or a person (channels, rules). */
+export function canManageScoped(
+  x: { realm_id: string | null; org_id: string | null; user_id?: string | null },
+  who: { role: RealmRole | null; orgRole: OrgRole | null; userId: string },
+  realmNeeds: RealmRole,
+): boolean {
+  if (x.realm_id) return roleAtLeast(who.role, realmNeeds);
+  if (x.org_id) return orgAdmin(who.orgRole);
+  return x.user_id === who.userId;
 }

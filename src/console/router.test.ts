@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { afterSignIn, formatRoute, noRunFilters, parseRoute, type Route } from './router.js';
+import { afterSignIn, formatRoute, NAV, noRunFilters, parseRoute, type Route } from './router.js';
 
 describe('console hash router', () => {
   it('parses every page', () => {
@@ -23,7 +23,14 @@ describe('console hash router', () => {
     assert.deepEqual(parseRoute('#/daemons'), { name: 'daemons' });
     assert.deepEqual(parseRoute('#/catalog/'), { name: 'catalog' });
     assert.deepEqual(parseRoute('#/channels?channel=c1'), { name: 'channels', channel: 'c1' });
+    for (const name of ['members', 'tokens', 'secrets'] as const) {
+      assert.deepEqual(parseRoute(`#/${name}`), { name });
+    }
     assert.deepEqual(parseRoute('#/signin?next=%23%2Freviews'), { name: 'signin', next: '#/reviews' });
+  });
+
+  it('every page of the navigation parses to itself', () => {
+    for (const n of NAV) assert.equal(parseRoute(n.hash).name, n.name, n.hash);
   });
 
   it('answers notfound for unknown paths, extra segments and odd ids', () => {
@@ -41,6 +48,9 @@ describe('console hash router', () => {
       { name: 'reviews', all: false },
       { name: 'daemons' },
       { name: 'catalog' },
+      { name: 'members' },
+      { name: 'tokens' },
+      { name: 'secrets' },
       { name: 'channels', channel: null },
       { name: 'channels', channel: 'c-9' },
       { name: 'signin', next: '#/runs/r-1' },

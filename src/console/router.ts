@@ -19,6 +19,9 @@ export type Route =
   | { name: 'schedules' }
   | { name: 'catalog' }
   | { name: 'channels'; channel: string | null }
+  | { name: 'members' }
+  | { name: 'tokens' }
+  | { name: 'secrets' }
   | { name: 'notfound'; path: string };
 
 export const NAV: readonly { name: Route['name']; label: string; hash: string }[] = [
@@ -28,6 +31,9 @@ export const NAV: readonly { name: Route['name']; label: string; hash: string }[
   { name: 'daemons', label: 'Daemons', hash: '#/daemons' },
   { name: 'catalog', label: 'Catalog', hash: '#/catalog' },
   { name: 'channels', label: 'Channels', hash: '#/channels' },
+  { name: 'secrets', label: 'Secrets', hash: '#/secrets' },
+  { name: 'members', label: 'Members', hash: '#/members' },
+  { name: 'tokens', label: 'Tokens', hash: '#/tokens' },
 ];
 
 const ID = /^[A-Za-z0-9_-]{1,200}$/;
@@ -55,6 +61,9 @@ export function parseRoute(hash: string): Route {
     case 'daemons':
     case 'schedules':
     case 'catalog':
+    case 'members':
+    case 'tokens':
+    case 'secrets':
       return second === undefined ? { name: head } : notFound(path);
     case 'channels':
       if (second === undefined) return { name: 'channels', channel: params.get('channel') };
@@ -96,6 +105,9 @@ export function formatRoute(route: Route): string {
     case 'daemons':
     case 'schedules':
     case 'catalog':
+    case 'members':
+    case 'tokens':
+    case 'secrets':
       return `#/${route.name}`;
     case 'channels':
       return `#/channels${qs([['channel', route.channel]])}`;

@@ -5,7 +5,8 @@
 import { type ComponentChildren, createContext } from 'preact';
 import { useContext, useEffect, useMemo, useState } from 'preact/hooks';
 import { api, listAll } from './api.js';
-import type { Org, Realm, RealmRole } from './types.js';
+import { orgAdmin, roleAtLeast } from './permissions.js';
+import type { Org, OrgMember, OrgRole, Realm, RealmRole, User } from './types.js';
 
 export interface Scope {
   orgs: Org[] | undefined;
@@ -13,6 +14,11 @@ export interface Scope {
   realms: Realm[] | undefined;
   realm: Realm | null;
   role: RealmRole | null;
+  /** The caller's role in the organization (`orgs/list_members`); a site administrator counts as admin. */
+  orgRole: OrgRole | null;
+  user: User;
+  /** Load the realm's `my_role` again (after the caller changed members). */
+  reloadRole(): void;
   setOrg(id: string): void;
   setRealm(id: string): void;
   error: string | null;
@@ -41,13 +47,15 @@ const recall = (key: string): string | null => {
   }
 };
 
-export function ScopeProvider({ children }: { children: ComponentChildren }) {
+export function ScopeProvider({ user, children }: { user: User; children: ComponentChildren }) {
   const [orgs, setOrgs] = useState<Org[] | undefined>(undefined);
   const [orgId, setOrgId] = useState<string | null>(recall('svc.console.org'));
   const [realms, setRealms] = useState<Realm[] | undefined>(undefined);
   const [realmId, setRealmId] = useState<string | null>(recall('svc.console.realm'));
   const [realm, setRealmFull] = useState<Realm | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [orgRole, setOrgRole] = useState<OrgRole | null>(null);
+  const [roleGen, setRoleGen] = useState(0);
 
   useEffect(() => {
     listAll<'orgs/list', Org>('orgs/list', {}).then(
@@ -80,6 +88,23 @@ export function ScopeProvider({ children }: { children: ComponentChildren }) {
   }, [orgId]);
 
   useEffect(() => {
+    setOrgRole(null);
+    if (!orgId) return;
+    let stale = false;
+    listAll<'orgs/list_members', OrgMember>('orgs/list_members', { org_id: orgId }).then(
+      (list) => {
+        if (stale) return;
+        const mine = list.find((m) => m.user.id === user.id)?.role ?? null;
+        setOrgRole(mine ?? (user.is_site_admin ? 'admin' : null));
+      },
+      () => !stale && setOrgRole(user.is_site_admin ? 'admin' : null),
+    );
+    return () => {
+      stale = true;
+    };
+  }, [orgId, user.id, user.is_site_admin, roleGen]);
+
+  useEffect(() => {
     if (!realmId) return setRealmFull(null);
     let stale = false;
     api('realms/get', { id: realmId }).then(
@@ -89,7 +114,7 @@ export function ScopeProvider({ children }: { children: ComponentChildren }) {
     return () => {
       stale = true;
     };
-  }, [realmId]);
+  }, [realmId, roleGen]);
 
   const value = useMemo<Scope>(() => {
     const org = orgs?.find((o) => o.id === orgId) ?? null;
@@ -101,6 +126,9 @@ export function ScopeProvider({ children }: { children: ComponentChildren }) {
       realms,
       realm: full ?? listed,
       role: full?.my_role ?? null,
+      orgRole,
+      user,
+      reloadRole: () => setRoleGen((n) => n + 1),
       error,
       setOrg(id) {
         remember('svc.console.org', id);
@@ -111,7 +139,7 @@ export function ScopeProvider({ children }: { children: ComponentChildren }) {
         setRealmId(id);
       },
     };
-  }, [orgs, orgId, realms, realmId, realm, error]);
+  }, [orgs, orgId, realms, realmId, realm, error, orgRole, user]);
 
   return <ScopeContext.Provider value={value}>{children}</ScopeContext.Provider>;
 }
@@ -156,4 +184,22 @@ export function ScopePicker() {
       </span>
     </div>
   );
+}
+
+/** Where a new channel or rule may live, as far as the caller's roles allow. */
+export function scopeOptions(s: Scope, realmNeeds: 'operator' | 'admin', personal: boolean) {
+  const out: { value: string; label: string }[] = [];
+  if (s.realm && roleAtLeast(s.role, realmNeeds))
+    out.push({ value: 'realm', label: `Realm ${s.realm.name}` });
+  if (s.org && orgAdmin(s.orgRole))
+    out.push({ value: 'org', label: `Organization ${s.org.display_name || s.org.slug}` });
+  if (personal && out.length) out.push({ value: 'me', label: 'Only me (personal)' });
+  return out;
+}
+
+/** The scope field's value as the API's `realm_id` / `org_id` (neither: personal). */
+export function scopeBody(s: Scope, v: unknown): { realm_id?: string; org_id?: string } {
+  if (v === 'realm' && s.realm) return { realm_id: s.realm.id };
+  if (v === 'org' && s.org) return { org_id: s.org.id };
+  return {};
 }

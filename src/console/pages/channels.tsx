@@ -1,17 +1,100 @@
+import { useState } from 'preact/hooks';
 import { ApiError, api, listAll } from '../api.js';
+import { confirmRemove, type Field, FormDialog, type FormSpec, given, ShownOnce, text } from '../form.js';
 import { formatDuration, humanize } from '../format.js';
 import { useLive, useNow } from '../live.js';
+import { canManageScoped } from '../permissions.js';
 import { formatRoute } from '../router.js';
-import { useScope } from '../scope.js';
+import { type Scope, scopeBody, scopeOptions, useScope } from '../scope.js';
 import type { Channel } from '../types.js';
 import { Ago, Empty, ErrorNote, PageTitle, SkeletonBlock, SkeletonRows } from '../ui.js';
+import { Rules } from './rules.js';
+
+const TYPES = [
+  { value: 'webhook', label: 'Webhook (signed JSON)' },
+  { value: 'slack', label: 'Slack incoming webhook' },
+  { value: 'discord', label: 'Discord webhook' },
+];
+
+function channelForm(s: Scope, done: () => void, c: Channel | null): FormSpec {
+  const scopes = scopeOptions(s, 'operator', true);
+  const fields: Field[] = [
+    ...(c
+      ? []
+      : [
+          {
+            name: 'scope',
+            label: 'Belongs to',
+            type: 'select' as const,
+            options: scopes,
+            value: scopes[0]?.value,
+          },
+        ]),
+    { name: 'name', label: 'Name', required: true, value: c?.name ?? '' },
+    {
+      name: 'type',
+      label: 'Destination type',
+      type: 'select',
+      options: TYPES,
+      value: c?.destinations[0]?.type ?? 'webhook',
+    },
+    {
+      name: 'webhook_url',
+      label: 'Webhook URL',
+      type: 'url',
+      api: 'destinations',
+      required: !c,
+      placeholder: 'https://',
+      help: c
+        ? 'Webhook URLs are secrets and are not shown again. Leave empty to keep the current destinations; a URL replaces them.'
+        : 'A secret: it is not shown again after saving.',
+    },
+    { name: 'enabled', label: 'Enabled', type: 'checkbox', value: c?.enabled ?? true },
+  ];
+  return {
+    title: c ? `Edit channel ${c.name}` : 'New notification channel',
+    fields,
+    submit: c ? 'Save' : 'Create channel',
+    async onSubmit(v) {
+      const url = given(v.webhook_url);
+      const destinations = url ? [{ type: text(v.type) as 'webhook', webhook_url: url }] : undefined;
+      if (c) {
+        await api('notification_channels/update', {
+          id: c.id,
+          name: text(v.name),
+          enabled: v.enabled === true,
+          ...(destinations ? { destinations } : {}),
+        });
+        done();
+        return undefined;
+      }
+      const made = await api('notification_channels/new', {
+        ...scopeBody(s, v.scope),
+        name: text(v.name),
+        destinations: destinations ?? [],
+        enabled: v.enabled === true,
+      });
+      done();
+      return (
+        <ShownOnce label="Signing secret" value={made.data.secret}>
+          <p>
+            Channel <strong>{made.data.name}</strong> was created. Webhook receivers check the{' '}
+            <code>X-Svc-Signature</code> header with this secret.
+          </p>
+        </ShownOnce>
+      );
+    },
+  };
+}
 
 /**
  * Notification channels of the realm (and of the organization when the caller may see them), with the
  * delivery log of the selected one. Listing channels needs the rights to manage them (docs/api.md).
  */
 export function ChannelsPage({ channel }: { channel: string | null }) {
-  const { realm, org } = useScope();
+  const scope = useScope();
+  const { realm, org } = scope;
+  const [dialog, setDialog] = useState<FormSpec | null>(null);
   const now = useNow(5000);
   const channels = useLive(
     async () => {
@@ -39,9 +122,32 @@ export function ChannelsPage({ channel }: { channel: string | null }) {
   const forbidden = channels.error?.code === 'forbidden';
   const list = channels.data;
   const selected = list?.find((c) => c.id === channel) ?? null;
+  const who = { role: scope.role, orgRole: scope.orgRole, userId: scope.user.id };
+  const canManage = (c: Channel) => canManageScoped(c, who, 'operator');
+  const anyActions = list?.some(canManage) ?? false;
+  const canCreate = list !== undefined && scopeOptions(scope, 'operator', false).length > 0;
+  const edit = (c: Channel | null) => setDialog(channelForm(scope, channels.refresh, c));
+  const remove = (c: Channel) =>
+    setDialog(
+      confirmRemove(`channel ${c.name}`, async () => {
+        await api('notification_channels/remove', { id: c.id });
+        channels.refresh();
+      }),
+    );
   return (
     <>
-      <PageTitle>Notification channels</PageTitle>
+      <PageTitle
+        aside={
+          canCreate ? (
+            <button type="button" class="primary" onClick={() => edit(null)}>
+              New channel
+            </button>
+          ) : null
+        }
+      >
+        Notification channels
+      </PageTitle>
+      <FormDialog spec={dialog} onClose={() => setDialog(null)} />
       {forbidden ? (
         <p class="note">
           Seeing a realm's channels needs the operator role in it (their webhook URLs are secrets).
@@ -52,12 +158,19 @@ export function ChannelsPage({ channel }: { channel: string | null }) {
       {list === undefined && !channels.error ? <SkeletonBlock lines={4} /> : null}
       {list?.length === 0 ? (
         <Empty>
-          No channels. Add one with <code>svc channels new</code>.
+          No channels.{' '}
+          {canCreate ? (
+            'Add one with New channel.'
+          ) : (
+            <>
+              Add one with <code>svc channels new</code>.
+            </>
+          )}
         </Empty>
       ) : null}
       {list?.length ? (
         <div class="table-wrap">
-          <table class="channels">
+          <table class="channels wide">
             <thead>
               <tr>
                 <th scope="col">Channel</th>
@@ -65,6 +178,7 @@ export function ChannelsPage({ channel }: { channel: string | null }) {
                 <th scope="col">Destinations</th>
                 <th scope="col">Rules</th>
                 <th scope="col">State</th>
+                {anyActions ? <th scope="col">Actions</th> : null}
               </tr>
             </thead>
             <tbody>
@@ -94,12 +208,34 @@ export function ChannelsPage({ channel }: { channel: string | null }) {
                     {c.locked ? <span class="muted small"> locked</span> : null}
                     {c.lock_reason ? <div class="muted small">{c.lock_reason}</div> : null}
                   </td>
+                  {anyActions ? (
+                    <td class="actions">
+                      {canManage(c) ? (
+                        <>
+                          <button type="button" onClick={() => edit(c)} aria-label={`Edit channel ${c.name}`}>
+                            Edit
+                          </button>
+                          {c.locked ? null : (
+                            <button
+                              type="button"
+                              class="danger"
+                              onClick={() => remove(c)}
+                              aria-label={`Remove channel ${c.name}`}
+                            >
+                              Remove
+                            </button>
+                          )}
+                        </>
+                      ) : null}
+                    </td>
+                  ) : null}
                 </tr>
               ))}
             </tbody>
           </table>
         </div>
       ) : null}
+      {list ? <Rules channels={list} open={setDialog} /> : null}
       {selected ? (
         <Deliveries channel={selected} now={now} />
       ) : list?.length ? (

@@ -1,32 +1,27 @@
 import { useState } from 'preact/hooks';
 import { api, listAll } from '../api.js';
-import { formatTime, shortId } from '../format.js';
+import { confirmRemove, FormDialog, type FormSpec, text } from '../form.js';
+import { formatTime } from '../format.js';
 import { useLive } from '../live.js';
 import { roleAtLeast } from '../permissions.js';
 import { useScope } from '../scope.js';
-import type { Schedule, Trigger } from '../types.js';
+import type { Schedule } from '../types.js';
 import { Empty, ErrorNote, PageTitle, SkeletonBlock } from '../ui.js';
+import { Triggers, target, teamField, useTeamNames } from './triggers.js';
 
 /**
- * The realm's schedules (cron, next time, last run; realm operators+ enable, disable and run now)
- * and its triggers (URL and newest deliveries); every 5 s.
+ * The realm's schedules (cron, next time, last run; realm operators+ create, edit, enable, disable,
+ * run now and remove) and its triggers; every 5 s.
  */
 export function SchedulesPage() {
-  const { realm, role } = useScope();
+  const { realm, org, role } = useScope();
   const [actionError, setActionError] = useState<string | null>(null);
+  const [dialog, setDialog] = useState<FormSpec | null>(null);
   const manage = roleAtLeast(role, 'operator');
+  const teams = useTeamNames(org?.id);
   const schedules = useLive(
     async () =>
       realm ? listAll<'schedules/list', Schedule>('schedules/list', { realm_id: realm.id }) : null,
-    [realm?.id],
-    5000,
-  );
-  const triggers = useLive(
-    async () => {
-      if (!realm) return null;
-      const list = await listAll<'triggers/list', Trigger>('triggers/list', { realm_id: realm.id });
-      return Promise.all(list.map(async (t) => (await api('triggers/get', { id: t.id })).data));
-    },
     [realm?.id],
     5000,
   );
@@ -39,103 +34,129 @@ export function SchedulesPage() {
       setActionError((err as Error).message);
     }
   };
-  const target = (x: { agent?: string; team?: string; team_id: string | null }) =>
-    x.agent ? `agent ${x.agent}` : (x.team ?? shortId(x.team_id ?? ''));
+  const form = (s: Schedule | null): FormSpec => ({
+    title: s ? 'Edit schedule' : 'New schedule',
+    fields: [
+      teamField(teams, s?.team),
+      {
+        name: 'cron',
+        label: 'Cron',
+        required: true,
+        value: s?.cron ?? '',
+        placeholder: '0 9 * * 1-5',
+        help: 'minute hour day month weekday (or 6 fields with seconds first, or @daily)',
+      },
+      {
+        name: 'timezone',
+        label: 'Time zone',
+        value: s?.timezone ?? 'UTC',
+        help: 'An IANA name such as Europe/Paris.',
+      },
+      { name: 'enabled', label: 'Enabled', type: 'checkbox', value: s?.enabled ?? true },
+    ],
+    submit: s ? 'Save' : 'Create schedule',
+    async onSubmit(v) {
+      const body = {
+        team: text(v.team),
+        cron: text(v.cron),
+        timezone: text(v.timezone) || 'UTC',
+        enabled: v.enabled === true,
+      };
+      if (s) await api('schedules/update', { id: s.id, ...body });
+      else if (realm) await api('schedules/new', { realm_id: realm.id, ...body });
+      schedules.refresh();
+      return undefined;
+    },
+  });
   return (
     <>
-      <PageTitle>Schedules</PageTitle>
+      <PageTitle
+        aside={
+          manage ? (
+            <button type="button" class="primary" onClick={() => setDialog(form(null))}>
+              New schedule
+            </button>
+          ) : null
+        }
+      >
+        Schedules
+      </PageTitle>
+      <FormDialog spec={dialog} onClose={() => setDialog(null)} />
       <ErrorNote error={schedules.error} what="Could not load the schedules" />
-      {actionError ? <p class="error">{actionError}</p> : null}
+      {actionError ? <p class="note error">{actionError}</p> : null}
       {schedules.data === undefined ? <SkeletonBlock lines={4} /> : null}
-      {schedules.data?.length === 0 ? (
-        <Empty>
-          No schedule in this realm. Make one with <code>svc schedules new '0 9 * * 1-5' --team NAME</code>.
-        </Empty>
-      ) : null}
+      {schedules.data?.length === 0 ? <Empty>No schedule in this realm.</Empty> : null}
       {schedules.data?.length ? (
-        <table class="schedules">
-          <thead>
-            <tr>
-              <th>Runs</th>
-              <th>Cron</th>
-              <th>Next</th>
-              <th>Last run</th>
-              <th>Enabled</th>
-              {manage ? <th>Actions</th> : null}
-            </tr>
-          </thead>
-          <tbody>
-            {schedules.data.map((s) => (
-              <tr key={s.id}>
-                <td>{target(s)}</td>
-                <td>
-                  <code>{s.cron}</code> <span class="muted">{s.timezone}</span>
-                </td>
-                <td>{s.enabled ? formatTime(s.next_fire_at) : '—'}</td>
-                <td>
-                  {s.last_run_id ? (
-                    <a href={`#/runs/${s.last_run_id}`}>{formatTime(s.last_fired_at)}</a>
-                  ) : (
-                    '—'
-                  )}
-                </td>
-                <td>{s.enabled ? 'yes' : 'no'}</td>
-                {manage ? (
-                  <td>
-                    <button
-                      type="button"
-                      onClick={() => act(() => api('schedules/update', { id: s.id, enabled: !s.enabled }))}
-                    >
-                      {s.enabled ? 'Disable' : 'Enable'}
-                    </button>{' '}
-                    <button type="button" onClick={() => act(() => api('schedules/trigger', { id: s.id }))}>
-                      Run now
-                    </button>
-                  </td>
-                ) : null}
+        <div class="table-wrap">
+          <table class="schedules wide">
+            <thead>
+              <tr>
+                <th scope="col">Runs</th>
+                <th scope="col">Cron</th>
+                <th scope="col">Next</th>
+                <th scope="col">Last run</th>
+                <th scope="col">Enabled</th>
+                {manage ? <th scope="col">Actions</th> : null}
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {schedules.data.map((s) => (
+                <tr key={s.id}>
+                  <td>{target(s)}</td>
+                  <td>
+                    <code>{s.cron}</code> <span class="muted">{s.timezone}</span>
+                  </td>
+                  <td>{s.enabled ? formatTime(s.next_fire_at) : '—'}</td>
+                  <td>
+                    {s.last_run_id ? (
+                      <a href={`#/runs/${s.last_run_id}`}>{formatTime(s.last_fired_at)}</a>
+                    ) : (
+                      '—'
+                    )}
+                  </td>
+                  <td>{s.enabled ? 'yes' : 'no'}</td>
+                  {manage ? (
+                    <td class="actions">
+                      <button
+                        type="button"
+                        onClick={() => act(() => api('schedules/update', { id: s.id, enabled: !s.enabled }))}
+                      >
+                        {s.enabled ? 'Disable' : 'Enable'}
+                      </button>
+                      <button type="button" onClick={() => act(() => api('schedules/trigger', { id: s.id }))}>
+                        Run now
+                      </button>
+                      <button
+                        type="button"
+                        onClick={() => setDialog(form(s))}
+                        aria-label={`Edit schedule ${s.cron}`}
+                      >
+                        Edit
+                      </button>
+                      <button
+                        type="button"
+                        class="danger"
+                        aria-label={`Remove schedule ${s.cron}`}
+                        onClick={() =>
+                          setDialog(
+                            confirmRemove(`the schedule ${s.cron}`, async () => {
+                              await api('schedules/remove', { id: s.id });
+                              schedules.refresh();
+                            }),
+                          )
+                        }
+                      >
+                        Remove
+                      </button>
+                    </td>
+                  ) : null}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       ) : null}
-      <h2>Triggers</h2>
-      <ErrorNote error={triggers.error} what="Could not load the triggers" />
-      {triggers.data?.length === 0 ? (
-        <Empty>
-          No trigger in this realm. Make one with <code>svc triggers new NAME --team NAME</code>.
-        </Empty>
-      ) : null}
-      <div class="cards">
-        {triggers.data?.map((t) => (
-          <article class="card" key={t.id} aria-labelledby={`t-${t.id}`}>
-            <header>
-              <h3 id={`t-${t.id}`}>{t.name}</h3>
-              <span class="muted">{target(t)}</span>
-            </header>
-            <p>
-              <code class="path">{t.url}</code>
-            </p>
-            {t.recent_deliveries?.length ? (
-              <ul class="plain">
-                {t.recent_deliveries.slice(0, 5).map((d) => (
-                  <li key={d.id}>
-                    {formatTime(d.received_at)} · {d.outcome} (HTTP {d.http_status})
-                    {d.run_id ? (
-                      <>
-                        {' '}
-                        · <a href={`#/runs/${d.run_id}`}>run</a>
-                      </>
-                    ) : null}
-                    {d.error ? <span class="muted"> · {d.error}</span> : null}
-                  </li>
-                ))}
-              </ul>
-            ) : (
-              <p class="muted">no deliveries yet</p>
-            )}
-          </article>
-        ))}
-      </div>
+      <Triggers teams={teams} manage={manage} open={setDialog} />
     </>
   );
 }
