@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
+import { BROWSER_SKIP, openBrowser, signIn as signInAs, type TestBrowser } from '../helpers/browser.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { agentDir, registerAgent, registerTeam } from '../helpers/runs.js';
 import { addOrgUser, buildWorld, type World } from '../helpers/world.js';
@@ -15,26 +14,19 @@ import { addOrgUser, buildWorld, type World } from '../helpers/world.js';
  * nothing and the API refuses them; tables scroll visibly at a phone's width. Every wait is a
  * Playwright locator condition. SVC_CONSOLE_SCREENSHOT=1 saves each page to docs/console-<page>.png.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const SKIP = existsSync(CHROMIUM)
-  ? false
-  : `${CHROMIUM} is missing (apt-get install chromium); CI installs it`;
 const DOCS = process.env.SVC_CONSOLE_SCREENSHOT
   ? fileURLToPath(new URL('../../docs/', import.meta.url))
   : null;
-const PASSWORD = 'correct horse battery';
 const WAIT = 20_000;
 
-describe('managing the hub from the web console', { skip: SKIP }, () => {
+describe('managing the hub from the web console', { skip: BROWSER_SKIP }, () => {
   let h: TestHub;
   let w: World;
-  let browser: BrowserContext;
+  let b: TestBrowser;
   let ada: { id: string; handle: string; token: string; email: string };
   let vic: { id: string; handle: string; token: string; email: string };
   let bob: { id: string; handle: string; token: string; email: string };
   const agents = agentDir();
-  const profile = mkdtempSync(path.join(tmpdir(), 'svc-chromium-'));
-  const problems: string[] = [];
 
   before(async () => {
     h = await startTestHub();
@@ -52,50 +44,19 @@ describe('managing the hub from the web console', { skip: SKIP }, () => {
     }
     await registerAgent(h, w.orgId, 'writer', agents.write('writer', 'console.log("hi")'));
     await registerTeam(h, w.orgId, 'essay', [{ name: 'draft', agent: 'writer' }]);
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-        '--disable-quic',
-      ],
-      viewport: { width: 1280, height: 900 },
-      deviceScaleFactor: 1,
-      colorScheme: 'light',
-      timezoneId: 'UTC',
-      locale: 'en-US',
-    });
-    browser.setDefaultTimeout(WAIT);
-    await browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: h.url });
+    b = await openBrowser();
+    b.context.setDefaultTimeout(WAIT);
+    await b.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: h.url });
   });
   after(async () => {
-    await browser?.close();
+    await b?.close();
     await h?.close();
     agents.cleanup();
-    rmSync(profile, { recursive: true, force: true });
   });
 
-  async function tab(): Promise<Page> {
-    const page = await browser.newPage();
-    page.on('console', (m) => {
-      // The browser logs every refused API call (403s and the refusals the test provokes).
-      const apiRefusal = m.text().startsWith('Failed to load resource') && m.location().url.includes('/v1/');
-      if (m.type() === 'error' && !apiRefusal) problems.push(`console: ${m.text()}`);
-    });
-    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-    return page;
-  }
+  const tab = () => b.tab();
   async function signIn(page: Page, who: { email: string }, hash: string) {
-    await page.goto(`${h.url}/${hash}`);
-    await page.getByLabel('E-mail').fill(who.email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.keyboard.press('Enter');
+    await signInAs(page, h.url, who.email, hash);
     await page.locator('.scope .role:not(:empty)').waitFor();
   }
   async function go(page: Page, link: string, heading: string) {
@@ -350,20 +311,20 @@ describe('managing the hub from the web console', { skip: SKIP }, () => {
     const wrap = page.locator('.table-wrap', { has: page.locator('table.tokens') });
     await wrap.locator('tbody tr:not(.skeleton)').first().waitFor();
     // Browser-side code is a string: this project's TypeScript has no DOM library.
-    const box = await page.evaluate(`(() => {
+    const raw = await page.evaluate(`(() => {
       const el = document.querySelector('.table-wrap:has(table.tokens)');
       const s = getComputedStyle(el);
       return { scroll: el.scrollWidth, client: el.clientWidth, overflow: s.overflowX, image: s.backgroundImage, attach: s.backgroundAttachment };
     })()`);
-    const b = box as { scroll: number; client: number; overflow: string; image: string; attach: string };
-    assert.ok(b.scroll > b.client, `the table scrolls (${b.scroll} > ${b.client})`);
-    assert.equal(b.overflow, 'auto');
-    assert.match(b.image, /radial-gradient/, 'a scroll shadow');
-    assert.match(b.attach, /local/, 'covers that move with the content reveal the shadow');
+    const box = raw as { scroll: number; client: number; overflow: string; image: string; attach: string };
+    assert.ok(box.scroll > box.client, `the table scrolls (${box.scroll} > ${box.client})`);
+    assert.equal(box.overflow, 'auto');
+    assert.match(box.image, /radial-gradient/, 'a scroll shadow');
+    assert.match(box.attach, /local/, 'covers that move with the content reveal the shadow');
     const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
     assert.ok(overflow <= 0, `the page itself overflows by ${overflow}px`);
     await shot(page, 'narrow');
     await page.close();
-    assert.deepEqual(problems, [], 'no script error or CSP violation');
+    assert.deepEqual(b.problems, [], 'no script error or CSP violation');
   });
 });
