@@ -280,7 +280,15 @@ export function openOffersInRealm(db: Kysely<DB>, realmId: string, limit: number
   return db
     .selectFrom('runs')
     .innerJoin('queue_items as q', 'q.id', 'runs.queue_item_id')
-    .select(['runs.run_id', 'runs.team_id', 'runs.queue_item_id'])
+    .select([
+      'runs.run_id',
+      'runs.realm_id',
+      'runs.team_id',
+      'runs.team_version_id',
+      'runs.agent_id',
+      'runs.root_run_id',
+      'runs.queue_item_id',
+    ])
     .where('runs.realm_id', '=', realmId)
     .where('runs.state', '=', 'offered')
     .where('q.status', '=', 'offered')
