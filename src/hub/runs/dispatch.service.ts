@@ -8,7 +8,7 @@ import { agentManifests, definitionOfVersion } from '../catalog/catalog.repo.js'
 import { daemonsThatMayRun, type RunNeeds } from '../catalog/installs.service.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
-import { onlineDaemonIds, realmOfDaemon } from '../daemons/daemons.repo.js';
+import { realmOfDaemon } from '../daemons/daemons.repo.js';
 import type { Cipher } from '../ports.js';
 import { SEALED_SECRETS_FIELD, sealedRunSecrets } from '../secrets/resolve.js';
 import { loadWorkspace } from '../workspaces/workspaces.repo.js';
