@@ -4,6 +4,7 @@ import {
   explainBlocker,
   formatDuration,
   formatRelative,
+  formatStamp,
   formatTime,
   humanize,
   runDuration,
@@ -44,6 +45,7 @@ describe('console formatting', () => {
     assert.equal(formatTime(new Date(2025, 10, 21, 9, 5, 7).getTime(), now), '09:05:07');
     assert.equal(formatTime(new Date(2025, 10, 20, 23, 59, 0).getTime(), now), '2025-11-20 23:59');
     assert.equal(formatTime(null, now), '—');
+    assert.equal(formatStamp(new Date(2025, 10, 21, 9, 5, 7).getTime()), '2025-11-21 09:05');
   });
 
   it('humanizes codes, measures runs and explains force-terminate blockers', () => {

@@ -43,6 +43,12 @@ export function formatTime(at: number | null | undefined, now: number): string {
   const sameDay =
     d.getFullYear() === n.getFullYear() && d.getMonth() === n.getMonth() && d.getDate() === n.getDate();
   if (sameDay) return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  return formatStamp(at);
+}
+
+/** Local date and minute, whatever the day: `2025-11-21 14:03`. */
+export function formatStamp(at: number): string {
+  const d = new Date(at);
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 

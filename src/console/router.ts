@@ -5,7 +5,7 @@
 export type Route =
   | { name: 'signin'; next: string | null }
   | { name: 'runs'; state: string | null; team: string | null }
-  | { name: 'run'; id: string }
+  | { name: 'run'; id: string /** Its logs show this phase only. */; phase?: string }
   | { name: 'reviews'; all: boolean }
   | { name: 'daemons' }
   | { name: 'schedules' }
@@ -37,7 +37,10 @@ export function parseRoute(hash: string): Route {
       return second === undefined ? { name: 'signin', next: params.get('next') } : notFound(path);
     case 'runs':
       if (second === undefined) return { name: 'runs', state: params.get('state'), team: params.get('team') };
-      return second !== null && ID.test(second) ? { name: 'run', id: second } : notFound(path);
+      if (second === null || !ID.test(second)) return notFound(path);
+      return params.get('phase')
+        ? { name: 'run', id: second, phase: params.get('phase')! }
+        : { name: 'run', id: second };
     case 'reviews':
       return second === undefined ? { name: 'reviews', all: params.get('all') === '1' } : notFound(path);
     case 'daemons':
@@ -81,7 +84,7 @@ export function formatRoute(route: Route): string {
         ['team', route.team],
       ])}`;
     case 'run':
-      return `#/runs/${encodeURIComponent(route.id)}`;
+      return `#/runs/${encodeURIComponent(route.id)}${qs([['phase', route.phase ?? null]])}`;
     case 'reviews':
       return `#/reviews${qs([['all', route.all && '1']])}`;
     case 'daemons':

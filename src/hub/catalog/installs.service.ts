@@ -232,13 +232,16 @@ export async function daemonsThatMayRun(
  * An ack of a pending install: settles it and answers its realm, so that runs waiting for the team
  * can be dispatched. Undefined for any other command.
  */
-export async function settleInstallAck(hub: Hub, txId: string): Promise<string | undefined> {
+export async function settleInstallAck(
+  hub: Hub,
+  txId: string,
+): Promise<{ realm_id: string; team_version_id: string } | undefined> {
   const row = await hub.db
     .selectFrom('team_installs')
-    .select(['daemon_id', 'realm_id', 'pending_action'])
+    .select(['daemon_id', 'realm_id', 'team_version_id', 'pending_action'])
     .where('pending_tx_id', '=', txId)
     .executeTakeFirst();
   if (row?.pending_action !== 'install') return undefined;
   await settleInstalls(hub, { daemonId: row.daemon_id });
-  return row.realm_id;
+  return row;
 }

@@ -252,9 +252,9 @@ export async function onDaemonConnected(hub: Hub, daemonId: string): Promise<voi
 }
 
 /**
- * A team version was installed on a daemon: dispatch the queued runs of its realm that waited for
- * it (also done by the re-dispatch pass, later).
+ * A team version was installed on a daemon: dispatch the queued runs of its realm that may have
+ * waited for it (also done by the re-dispatch pass, later).
  */
-export async function onTeamInstalled(hub: Hub, realmId: string): Promise<void> {
-  for (const r of await queuedInRealm(hub.db, realmId, 500)) await dispatchRun(hub, r.run_id);
+export async function onTeamInstalled(hub: Hub, realmId: string, teamVersionId: string): Promise<void> {
+  for (const r of await queuedInRealm(hub.db, realmId, 500, teamVersionId)) await dispatchRun(hub, r.run_id);
 }

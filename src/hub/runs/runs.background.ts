@@ -21,9 +21,12 @@ export function startRunsBackground(hub: Hub, sweepMs: number): () => Promise<vo
   };
   const onConnected = (e: { daemon_id: string }) =>
     track('dispatch on connect', onDaemonConnected(hub, e.daemon_id));
-  const onAck = (r: { tx_id: string; status: 'ok' | 'error' }) => {
+  const onAck = (r: { tx_id: string; status: 'ok' | 'error'; reply?: unknown }) => {
     track('cancel acknowledgement', onCommandAck(hub, r.tx_id, r.status));
-    if (r.status === 'ok') track('dispatch on install', afterInstall(hub, r.tx_id));
+    // The daemon's reply to teams/install says `installed: true` (DAEMON_REPLIES).
+    if (r.status === 'ok' && (r.reply as { installed?: unknown } | null)?.installed === true) {
+      track('dispatch on install', afterInstall(hub, r.tx_id));
+    }
   };
   hub.tunnel.events.on('connected', onConnected);
   hub.tunnel.events.on('ack', onAck);
@@ -64,6 +67,6 @@ export function startRunsBackground(hub: Hub, sweepMs: number): () => Promise<vo
 
 /** A confirmed install may let queued runs of the realm go. */
 async function afterInstall(hub: Hub, txId: string): Promise<void> {
-  const realmId = await settleInstallAck(hub, txId);
-  if (realmId) await onTeamInstalled(hub, realmId);
+  const installed = await settleInstallAck(hub, txId);
+  if (installed) await onTeamInstalled(hub, installed.realm_id, installed.team_version_id);
 }
