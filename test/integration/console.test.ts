@@ -216,7 +216,7 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ url: 'https
     await card.locator('.summary', { hasText: 'An essay about otters' }).waitFor();
     await card.locator('.review-log', { hasText: 'drafting otters: polish' }).waitFor();
     await card.getByText('operators and admins of the realm').waitFor();
-    const phaseLogs = card.getByRole('link', { name: 'All logs of phase draft' });
+    const phaseLogs = card.getByRole('link', { name: 'Full log of phase draft' });
     assert.equal(await phaseLogs.getAttribute('href'), `#/runs/${runId}?phase=draft`);
     // Ada may cancel; force-terminate is explained instead of offered (the daemon holds the run).
     await page.getByRole('button', { name: 'Cancel run' }).waitFor();

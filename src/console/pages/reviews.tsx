@@ -57,11 +57,11 @@ function ReviewContext({ review }: { review: Review }) {
       {review.log_excerpt ? (
         <details class="review-log" open>
           <summary>Last log lines of {review.phase}</summary>
-          <pre class="logs excerpt">{review.log_excerpt}</pre>
+          <pre class="log-excerpt">{review.log_excerpt}</pre>
         </details>
       ) : null}
       <p class="review-links">
-        <a href={logs}>All logs of phase {review.phase}</a>
+        <a href={logs}>Full log of phase {review.phase}</a>
       </p>
     </>
   );
