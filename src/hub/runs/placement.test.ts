@@ -71,6 +71,19 @@ describe('runs: installs and assignments decide where a run may go', () => {
     await a.waitFor((c) => c.path === 'runs/execute' && c.body.run_id === run.run_id);
   });
 
+  it('lets a single-agent run in a workspace only where a team using the agent is installed and assigned', async () => {
+    await registerAgent(h, w.orgId, 'loner', 'loner.js');
+    const refused = await h.call('runs/new', { workspace_id: workspaceId, agent: 'loner' });
+    assert.equal(refused.status, 409, JSON.stringify(refused.body));
+    assert.match(
+      refused.body.error,
+      /^agent loner@1\.0\.0 is not installed on daemon worker: install a team that uses it/,
+    );
+    // hello-team (installed on worker, assigned to w1) uses noop.
+    const run = (await h.ok('runs/new', { workspace_id: workspaceId, agent: 'noop' })).data;
+    await a.waitFor((c) => c.path === 'runs/execute' && c.body.run_id === run.run_id);
+  });
+
   it('offers a run with no workspace only to daemons with the team installed', async () => {
     // hello-team is installed on daemon a only.
     const run = (await h.ok('runs/new', { realm_id: w.realmId, team: 'hello-team' })).data;
