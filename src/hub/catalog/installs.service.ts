@@ -128,8 +128,8 @@ export interface DaemonWithTeam {
 
 /**
  * The daemons of a realm (not removed) on which the team is installed, as confirmed by their
- * acks: by team version, or by team (any of its versions). For the runs engine: a run with no
- * workspace is offered to the online ones.
+ * acks: by team version, or by team (any of its versions). The runs engine asks
+ * `daemonsThatMayRun` instead (one query, no settling).
  */
 export async function daemonsWithTeam(
   hub: Hub,
@@ -152,18 +152,6 @@ export async function daemonsWithTeam(
     .orderBy('ti.daemon_id')
     .orderBy('ti.team_version_id')
     .execute();
-}
-
-/** Whether any daemon of the realm was ever asked to install this team (any version, any outcome). */
-export async function teamEverInstalled(db: Kysely<DB>, realmId: string, teamId: string): Promise<boolean> {
-  const row = await db
-    .selectFrom('team_installs')
-    .select('id')
-    .where('realm_id', '=', realmId)
-    .where('team_id', '=', teamId)
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
 }
 
 /** What a run needs installed: its team version (a child run: its root's, whose bundle holds it), or its agent. */
