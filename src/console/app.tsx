@@ -142,7 +142,7 @@ function Page({ route }: { route: Route }) {
     case 'runs':
       return <RunsPage filters={route} />;
     case 'run':
-      return <RunPage id={route.id} />;
+      return <RunPage id={route.id} phase={route.phase ?? null} />;
     case 'reviews':
       return <ReviewsPage all={route.all} />;
     case 'daemons':

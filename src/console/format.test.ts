@@ -5,6 +5,7 @@ import {
   explainBlocker,
   formatDuration,
   formatRelative,
+  formatStamp,
   formatTime,
   humanize,
   runDuration,
@@ -52,6 +53,7 @@ describe('console formatting', () => {
     assert.equal(r.before, new Date(2026, 10, 3).getTime());
     assert.deepEqual(dayRange(null, 'not a day'), { after: null, before: null });
     assert.equal(dayRange(null, '2026-12-31').before, new Date(2027, 0, 1).getTime());
+    assert.equal(formatStamp(new Date(2025, 10, 21, 9, 5, 7).getTime()), '2025-11-21 09:05');
   });
 
   it('humanizes codes, measures runs and explains force-terminate blockers', () => {

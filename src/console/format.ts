@@ -69,6 +69,12 @@ export function clockMs(at: number): string {
   return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${String(d.getMilliseconds()).padStart(3, '0')}`;
 }
 
+/** Local date and minute, whatever the day: `2025-11-21 14:03`. */
+export function formatStamp(at: number): string {
+  const d = new Date(at);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
 /** An ISO 8601 string for `<time datetime>` and tooltips. */
 export function isoTime(at: number): string {
   return new Date(at).toISOString();

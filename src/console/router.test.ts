@@ -18,6 +18,7 @@ describe('console hash router', () => {
       name: 'run',
       id: '0193a0b2-7c1d-7000-8000-000000000001',
     });
+    assert.deepEqual(parseRoute('#/runs/r-1?phase=draft'), { name: 'run', id: 'r-1', phase: 'draft' });
     assert.deepEqual(parseRoute('#/reviews'), { name: 'reviews', all: false });
     assert.deepEqual(parseRoute('#/reviews?all=1'), { name: 'reviews', all: true });
     assert.deepEqual(parseRoute('#/daemons'), { name: 'daemons' });
@@ -44,6 +45,7 @@ describe('console hash router', () => {
       { name: 'runs', ...noRunFilters() },
       { name: 'runs', ...noRunFilters(), state: 'failed', team: 'a b&c', q: '50%', from: '2026-11-01' },
       { name: 'run', id: 'r-1' },
+      { name: 'run', id: 'r-1', phase: 'draft & check' },
       { name: 'reviews', all: true },
       { name: 'reviews', all: false },
       { name: 'daemons' },

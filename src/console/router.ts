@@ -13,7 +13,7 @@ export const noRunFilters = (): RunFilters =>
 export type Route =
   | { name: 'signin'; next: string | null }
   | ({ name: 'runs' } & RunFilters)
-  | { name: 'run'; id: string }
+  | { name: 'run'; id: string /** Its logs show this phase only. */; phase?: string }
   | { name: 'reviews'; all: boolean }
   | { name: 'daemons' }
   | { name: 'schedules' }
@@ -55,7 +55,10 @@ export function parseRoute(hash: string): Route {
           name: 'runs',
           ...(Object.fromEntries(RUN_FILTERS.map((k) => [k, params.get(k)])) as RunFilters),
         };
-      return second !== null && ID.test(second) ? { name: 'run', id: second } : notFound(path);
+      if (second === null || !ID.test(second)) return notFound(path);
+      return params.get('phase')
+        ? { name: 'run', id: second, phase: params.get('phase')! }
+        : { name: 'run', id: second };
     case 'reviews':
       return second === undefined ? { name: 'reviews', all: params.get('all') === '1' } : notFound(path);
     case 'daemons':
@@ -99,7 +102,7 @@ export function formatRoute(route: Route): string {
     case 'runs':
       return `#/runs${qs(RUN_FILTERS.map((k) => [k, route[k]]))}`;
     case 'run':
-      return `#/runs/${encodeURIComponent(route.id)}`;
+      return `#/runs/${encodeURIComponent(route.id)}${qs([['phase', route.phase ?? null]])}`;
     case 'reviews':
       return `#/reviews${qs([['all', route.all && '1']])}`;
     case 'daemons':

@@ -225,12 +225,20 @@ export const REVIEW_KINDS = ['phase', 'agent'] as const;
  * daemon's `hug/request`. `lease_epoch` fences a daemon that lost the run (default: the run's own,
  * when this daemon holds it).
  */
+/** At most this many lines of a phase's log go with its review, and at most this many characters. */
+export const LOG_EXCERPT_LINES = 40;
+export const LOG_EXCERPT_MAX = 16_384;
+
 export const ReviewRequestBody = z.object({
   run_id: z.string().min(1).max(200),
   lease_epoch: z.number().int().min(0).optional(),
   phase: z.string().min(1).max(200),
   summary: z.string().min(1).max(65_536),
   kind: z.enum(REVIEW_KINDS).optional(),
+  /** A `review: true` phase's outputs, shown to the reviewer. */
+  outputs: z.record(z.string(), z.unknown()).optional(),
+  /** The last lines of the phase's log. */
+  log_excerpt: z.string().max(LOG_EXCERPT_MAX).optional(),
 });
 export type ReviewRequestBody = z.infer<typeof ReviewRequestBody>;
 

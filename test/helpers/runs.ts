@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { Hub } from '../../src/hub/context.js';
 import type { TestHub } from './hub.js';
 
 /** A directory of agent scripts written by a test (CommonJS, run with `node`). */
@@ -32,9 +33,79 @@ export async function registerAgent(
   return r.data;
 }
 
-export async function registerTeam(h: TestHub, orgId: string, name: string, phases: unknown[]) {
-  const r = await h.ok('teams/register', { org_id: orgId, definition: { name, version: '1.0.0', phases } });
+/**
+ * Registers a team version and, unless `allow` is false, lets the org's daemons and workspaces run
+ * it (`allowOrgTeams`): a run goes only where its team is installed and assigned.
+ */
+export async function registerTeam(
+  h: TestHub,
+  orgId: string,
+  name: string,
+  phases: unknown[],
+  opts: { version?: string; allow?: boolean } = {},
+) {
+  const r = await h.ok('teams/register', {
+    org_id: orgId,
+    definition: { name, version: opts.version ?? '1.0.0', phases },
+  });
+  if (opts.allow !== false) await allowOrgTeams(h, orgId);
   return r.data;
+}
+
+/**
+ * Every team version of the org installed on every daemon of its realms, and every team assigned to
+ * every workspace there: the hub's rows as `teams/install` (once the daemon confirmed it) and
+ * `workspaces/assign_teams` leave them, written directly so that a test's daemon (real, or a tunnel
+ * the test acks by hand) gets no extra command. Call again after adding a daemon or a workspace.
+ */
+export async function allowOrgTeams(h: TestHub | Hub, orgId: string): Promise<void> {
+  const hub = 'running' in h ? h.running.hub : h;
+  const db = hub.db;
+  const realms = (await db.selectFrom('realms').select('id').where('org_id', '=', orgId).execute()).map(
+    (r) => r.id,
+  );
+  if (realms.length === 0) return;
+  const versions = await db
+    .selectFrom('team_versions')
+    .select(['id', 'team_id'])
+    .where('org_id', '=', orgId)
+    .execute();
+  const daemons = await db
+    .selectFrom('daemons')
+    .select(['id', 'realm_id'])
+    .where('realm_id', 'in', realms)
+    .where('revoked_at', 'is', null)
+    .execute();
+  const now = Date.now();
+  for (const d of daemons) {
+    for (const v of versions) {
+      await db
+        .insertInto('team_installs')
+        .values({
+          id: hub.newId(),
+          daemon_id: d.id,
+          realm_id: d.realm_id,
+          team_version_id: v.id,
+          team_id: v.team_id,
+          status: 'installed',
+          pending_action: null,
+          pending_tx_id: null,
+          last_error: null,
+          installed_at: now,
+          uninstalled_at: null,
+          created_at: now,
+          updated_at: now,
+        })
+        .onConflict((oc) => oc.columns(['daemon_id', 'team_version_id']).doNothing())
+        .execute();
+    }
+  }
+  const teamIds = JSON.stringify([...new Set(versions.map((v) => v.team_id))]);
+  await db
+    .updateTable('workspaces')
+    .set({ team_ids: teamIds, updated_at: now })
+    .where('realm_id', 'in', realms)
+    .execute();
 }
 
 /**

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
 import { hubOps } from '../../src/hub/ops.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
+import { allowOrgTeams } from '../helpers/runs.js';
 import { tunnelUrl } from '../helpers/tunnel-client.js';
 import { ACTORS, type Actor, addOrgUser, buildWorld, uniq, type World } from '../helpers/world.js';
 
@@ -98,6 +99,7 @@ describe('authorization matrix', () => {
     ).data.id;
     workspaceId = await freshWorkspace();
     await h.ok('teams/register', { org_id: w.orgId, definition: teamDefinition('matrix-review-team') });
+    await allowOrgTeams(h, w.orgId);
   });
   after(() => h.close());
 

@@ -211,6 +211,13 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ url: 'https
     await page.getByRole('heading', { name: 'Waiting for review' }).waitFor();
     await page.locator('.phase-review .phase-name', { hasText: 'draft' }).waitFor();
     await page.locator('.logs', { hasText: 'drafting otters: polish' }).waitFor();
+    // The review card gives the agent's summary, the phase's last log lines and a link to its logs.
+    const card = page.locator('.run-reviews .review');
+    await card.locator('.summary', { hasText: 'An essay about otters' }).waitFor();
+    await card.locator('.review-log', { hasText: 'drafting otters: polish' }).waitFor();
+    await card.getByText('operators and admins of the realm').waitFor();
+    const phaseLogs = card.getByRole('link', { name: 'Full log of phase draft' });
+    assert.equal(await phaseLogs.getAttribute('href'), `#/runs/${runId}?phase=draft`);
     // Ada may cancel; force-terminate is explained instead of offered (the daemon holds the run).
     await page.getByRole('button', { name: 'Cancel run' }).waitFor();
     await page.getByText('Force terminate is not available: its daemon is online').waitFor();
@@ -306,9 +313,13 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ url: 'https
     // The other pages render for Ada: reviews (all), daemons, catalog, channels.
     await admin.getByRole('link', { name: 'Reviews' }).click();
     await admin.getByRole('link', { name: 'All' }).click();
-    await admin.locator('.review', { hasText: 'Otter essay' }).getByText('Approved by').waitFor();
+    await admin
+      .locator('.review', { hasText: 'Otter essay' })
+      .getByText(/^Approved by \S+ · \d{4}-\d\d-\d\d \d\d:\d\d$/)
+      .waitFor();
     await admin.getByRole('link', { name: 'Daemons' }).click();
     await admin.locator('.daemon .badge.status-online').waitFor();
+    await admin.locator('.daemon .chips li', { hasText: 'essay@1.0.0' }).waitFor();
     await admin.getByRole('link', { name: 'Catalog' }).click();
     await admin.getByRole('heading', { name: 'essay', exact: true }).waitFor();
     await admin.getByRole('cell', { name: 'writer' }).waitFor();

@@ -81,6 +81,17 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ published: 
     await registerAgent(h, w.orgId, 'writer', writer);
     await registerAgent(h, w.orgId, 'publisher', publisher);
     await registerAgent(h, w.orgId, 'asker', asker);
+    // Logs 50 lines and gives its reviewer a summary of its own beside its outputs.
+    const explainer = agents.write(
+      'explainer',
+      `for (let i = 1; i <= 50; i++) console.log('step ' + i);
+console.error('one warning');
+require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({
+  review_summary: 'Changed 3 files; please check the migration', files: ['a.ts', 'b.ts', 'c.ts'],
+}));`,
+    );
+    await registerAgent(h, w.orgId, 'explainer', explainer);
+    await registerTeam(h, w.orgId, 'explained', [{ name: 'change', agent: 'explainer', review: true }]);
     await registerTeam(h, w.orgId, 'reviewed', [
       { name: 'draft', agent: 'writer', review: true, review_max_rounds: 2 },
       { name: 'publish', agent: 'publisher' },
@@ -162,6 +173,32 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ published: 
     const failed = await waitForRun(h, second, ended);
     assert.equal(failed.state, 'failed');
     assert.match(failed.error, /exited with code 1/);
+  });
+
+  it("a review: true phase's review holds the agent's review_summary, the outputs and the log's last lines", async () => {
+    const runId = await newRun('explained');
+    const listed = await openReviewOf(runId);
+    const got = (await h.ok('reviews/get', { id: listed.id }, op())).data;
+    for (const r of [listed, got]) {
+      assert.equal(r.summary, 'Changed 3 files; please check the migration');
+      assert.deepEqual(r.outputs, {
+        review_summary: 'Changed 3 files; please check the migration',
+        files: ['a.ts', 'b.ts', 'c.ts'],
+      });
+      const lines = r.log_excerpt.split('\n');
+      assert.equal(lines.length, 40, r.log_excerpt);
+      assert.ok(lines.includes('step 50') && lines.includes('one warning'), r.log_excerpt);
+      assert.ok(!lines.includes('step 1'), 'only the last lines are kept');
+    }
+    await submit(listed.id, 'approve');
+    assert.equal((await waitForRun(h, runId, ended)).state, 'succeeded');
+    // An agent's own request carries only its summary.
+    const asked = await newRun('asking');
+    const own = await openReviewOf(asked);
+    assert.equal(own.outputs, null);
+    assert.equal(own.log_excerpt, null);
+    await submit(own.id, 'approve');
+    await waitForRun(h, asked, ended);
   });
 
   it('a review: true phase waits for approval, then the next phase runs', async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { RunningDaemon } from '../../src/daemon/main.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
-import { agentDir, ended, registerAgent, registerTeam, waitForRun } from '../helpers/runs.js';
+import { agentDir, allowOrgTeams, ended, registerAgent, registerTeam, waitForRun } from '../helpers/runs.js';
 import { buildWorld, type World } from '../helpers/world.js';
 import { daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
 
@@ -215,6 +215,7 @@ fs.writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({
   it('runs in its workspace on the workspace daemon; the realm comes from the workspace', async () => {
     const dir = agents.dir;
     const ws = await h.ok('workspaces/register', { daemon_id: d.daemonId(), path: dir });
+    await allowOrgTeams(h, w.orgId);
     const created = await h.ok('runs/new', {
       workspace_id: ws.data.id,
       team: 'review-loop',

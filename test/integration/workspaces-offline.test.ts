@@ -5,6 +5,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RunningDaemon } from '../../src/daemon/main.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
+import { registerTeam } from '../helpers/runs.js';
 import { until } from '../helpers/until.js';
 import { buildWorld, type World } from '../helpers/world.js';
 import { call, daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
@@ -105,6 +106,8 @@ describe('workspaces of an offline daemon', () => {
     const run = await h.call('runs/new', { workspace_id: ids.missing, agent: 'echo' });
     assert.equal(run.status, 409);
     assert.match(run.body.error, /failed: .*no such directory/);
+    // A single-agent run needs a team using the agent installed on the daemon and assigned here.
+    await registerTeam(h, w.orgId, 'echo-team', [{ name: 'only', agent: 'echo' }]);
     const ok = await h.call('runs/new', { workspace_id: ids.usable, agent: 'echo' });
     assert.equal(ok.status, 201, JSON.stringify(ok.body));
   });

@@ -11,7 +11,10 @@ interface DaemonView {
   workspaces: Workspace[];
 }
 
-/** The realm's daemons: online or not, last seen, installed teams and workspaces; every 5 s. */
+/**
+ * The realm's daemons: online or not, last seen, and what may run where (docs/api.md, "Where a run
+ * may go"): the team versions installed on each daemon, and the teams each workspace runs; every 5 s.
+ */
 export function DaemonsPage() {
   const { realm, org } = useScope();
   const now = useNow(5000);
@@ -50,6 +53,10 @@ export function DaemonsPage() {
   return (
     <>
       <PageTitle>Daemons</PageTitle>
+      <p class="note">
+        A daemon runs only the team versions installed on it: a run with no workspace waits for an online
+        daemon that has its team version. A run in a workspace also needs its team assigned to that workspace.
+      </p>
       <ErrorNote error={data.error} what="Could not load the daemons" />
       {data.data === undefined ? <SkeletonBlock lines={6} /> : null}
       {data.data?.length === 0 ? (
@@ -80,9 +87,11 @@ export function DaemonsPage() {
                 </dd>
               </div>
             </dl>
-            <h3>Installed teams</h3>
+            <h3>Installed teams (may run here)</h3>
             {installs.length === 0 ? (
-              <p class="muted">none</p>
+              <p class="muted">
+                none: it runs nothing. <code>svc teams install TEAM --daemon {d.name}</code>
+              </p>
             ) : (
               <ul class="chips">
                 {installs.map((i) => (
@@ -103,9 +112,13 @@ export function DaemonsPage() {
                 {workspaces.map((w) => (
                   <li key={w.id}>
                     <strong>{w.name}</strong> <code class="path">{w.path}</code>
-                    {w.team_ids.length ? (
-                      <span class="muted"> · teams: {w.team_ids.map((t) => name(t)).join(', ')}</span>
-                    ) : null}
+                    <span class="muted">
+                      {' '}
+                      ·{' '}
+                      {w.team_ids.length
+                        ? `runs: ${w.team_ids.map((t) => name(t)).join(', ')}`
+                        : 'runs no team (svc workspaces assign-teams)'}
+                    </span>
                   </li>
                 ))}
               </ul>

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { type ApiError, api } from '../api.js';
-import { humanize } from '../format.js';
+import { formatStamp, humanize, isoTime } from '../format.js';
 import { realmEvents, useLive, useNow } from '../live.js';
 import { formatRoute } from '../router.js';
 import { useScope } from '../scope.js';
@@ -17,6 +17,54 @@ const VERDICT: Record<string, string> = {
 /** True when the hub has no reviews API (an older hub): the console then hides reviews. */
 export function reviewsMissing(err: ApiError | null): boolean {
   return err?.code === 'not_found' && /no operation/.test(err.message);
+}
+
+/**
+ * Who may decide a review (src/hub/reviews: reviews.manage, or reviews.submit when named): the
+ * realm's operators and admins always (org owners and admins and the site administrator count as
+ * realm admins), and the members the run names for the phase.
+ */
+export function whoDecides(reviewers: string[] | null): string {
+  const staff = 'operators and admins of the realm (with org owners and admins, and the site admin)';
+  return reviewers?.length ? `${reviewers.join(', ')}, and the ${staff}` : `The ${staff}`;
+}
+
+/** `Approved by dev · 2026-11-23 21:40` (local time). */
+export function verdictLine(review: Review): string {
+  const v = review.verdict;
+  if (!v) return '';
+  const by = review.closed_by ? ` by ${review.closed_by.handle ?? 'a removed user'}` : '';
+  const at = review.closed_at === null ? '' : ` · ${formatStamp(review.closed_at)}`;
+  return `${VERDICT[v.action] ?? humanize(v.action)}${by}${at}`;
+}
+
+/**
+ * What a reviewer reads: the agent's summary, then (a `review: true` phase) the phase's outputs and
+ * its last log lines, with a link to the phase's whole log on the run page.
+ */
+function ReviewContext({ review }: { review: Review }) {
+  const logs = formatRoute({ name: 'run', id: review.run_id, phase: review.phase });
+  const outputs = review.outputs && Object.keys(review.outputs).length ? review.outputs : null;
+  return (
+    <>
+      {review.summary ? <p class="summary">{review.summary}</p> : null}
+      {outputs ? (
+        <details class="review-outputs">
+          <summary>Outputs of {review.phase}</summary>
+          <pre>{JSON.stringify(outputs, null, 2)}</pre>
+        </details>
+      ) : null}
+      {review.log_excerpt ? (
+        <details class="review-log" open>
+          <summary>Last log lines of {review.phase}</summary>
+          <pre class="log-excerpt">{review.log_excerpt}</pre>
+        </details>
+      ) : null}
+      <p class="review-links">
+        <a href={logs}>Full log of phase {review.phase}</a>
+      </p>
+    </>
+  );
 }
 
 /** One review: what it is about, its deadline, and (when `can_submit`) the verdict form. */
@@ -69,7 +117,7 @@ export function ReviewCard({
         </h3>
         <span class={`badge review-${review.state}`}>{humanize(review.state)}</span>
       </header>
-      {review.summary ? <p class="summary">{review.summary}</p> : null}
+      <ReviewContext review={review} />
       <dl class="facts">
         {review.team_name ? (
           <div>
@@ -91,14 +139,17 @@ export function ReviewCard({
           </dd>
         </div>
         <div>
-          <dt>Reviewers</dt>
-          <dd>{review.reviewers?.length ? review.reviewers.join(', ') : 'any realm member'}</dd>
+          <dt>Who decides</dt>
+          <dd>{whoDecides(review.reviewers)}</dd>
         </div>
       </dl>
       {review.verdict ? (
         <p class="verdict">
-          {VERDICT[review.verdict.action] ?? humanize(review.verdict.action)}
-          {review.closed_by ? ` by ${review.closed_by.handle}` : ''}
+          {review.closed_at === null ? (
+            verdictLine(review)
+          ) : (
+            <time dateTime={isoTime(review.closed_at)}>{verdictLine(review)}</time>
+          )}
           {review.verdict.comment ? `: “${review.verdict.comment}”` : ''}
         </p>
       ) : null}

@@ -19,7 +19,7 @@ import { StartRunDialog } from './start-run.js';
  * One run: its facts and controls, open reviews, phases on a timeline, child runs as a tree, live logs
  * and history. While the run is live it is polled every second; logs follow with the `after` cursor.
  */
-export function RunPage({ id }: { id: string }) {
+export function RunPage({ id, phase }: { id: string; phase: string | null }) {
   // Follows the run's event stream while it lives (polling each second if the stream cannot be
   // opened); a run that ended is loaded no more (actions refresh it).
   const [ended, setEnded] = useState(false);
@@ -51,7 +51,7 @@ export function RunPage({ id }: { id: string }) {
         {r ? r.run_name : 'Run'}
       </PageTitle>
       <ErrorNote error={r ? run.error : null} what="Updating failed" />
-      {r ? <RunBody run={r} live={live} now={now} refresh={run.refresh} /> : <RunSkeleton />}
+      {r ? <RunBody phase={phase} run={r} live={live} now={now} refresh={run.refresh} /> : <RunSkeleton />}
     </>
   );
 }
@@ -66,7 +66,19 @@ function RunSkeleton() {
   );
 }
 
-function RunBody({ run, live, now, refresh }: { run: Run; live: boolean; now: number; refresh: () => void }) {
+function RunBody({
+  run,
+  live,
+  now,
+  refresh,
+  phase,
+}: {
+  run: Run;
+  live: boolean;
+  now: number;
+  refresh: () => void;
+  phase: string | null;
+}) {
   const realm = useLive(
     () => api('realms/get', { id: run.realm_id }).then((x) => x.data),
     [run.realm_id],
@@ -172,7 +184,7 @@ function RunBody({ run, live, now, refresh }: { run: Run; live: boolean; now: nu
         />
       </section>
       <ChildRuns run={run} live={live} now={now} />
-      <Logs run={run} live={live} />
+      <Logs run={run} live={live} phase={phase} />
       <section aria-labelledby="history-h">
         <h2 id="history-h">History</h2>
         <History history={history} now={now} />

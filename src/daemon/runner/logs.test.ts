@@ -43,6 +43,24 @@ describe('a run’s log buffer', () => {
     });
   });
 
+  it('keeps the last 40 lines of each phase for its review, afresh when the phase starts again', async () => {
+    const b = bufferOf(() => ({}));
+    assert.equal(b.logs.excerpt('build'), null);
+    b.push(...texts(50));
+    b.logs.push({ stream: 'stderr', text: 'other', at: 1, phase: 'test' });
+    b.logs.push({ stream: 'system', text: 'no phase', at: 1, phase: null });
+    assert.equal(b.logs.excerpt('build'), texts(40, 10).join('\n'));
+    assert.equal(b.logs.excerpt('test'), 'other');
+    await b.logs.flush();
+    assert.equal(b.logs.excerpt('build'), texts(40, 10).join('\n'), 'uploads keep the excerpt');
+    b.logs.startPhase('build');
+    assert.equal(b.logs.excerpt('build'), null);
+    b.push('x'.repeat(20_000));
+    const cut = b.logs.excerpt('build')!;
+    assert.equal(cut.length, 16_384);
+    assert.ok(cut.startsWith('…x'));
+  });
+
   it('uploads 1000 lines a batch by default', async () => {
     const b = bufferOf(() => ({}));
     b.push(...texts(1500));

@@ -1,5 +1,5 @@
 import type { Logger } from '../../shared/logger.js';
-import type { RunLogLine } from '../../shared/protocol.js';
+import { LOG_EXCERPT_LINES, LOG_EXCERPT_MAX, type RunLogLine } from '../../shared/protocol.js';
 import { HubUnreachableError } from '../hub-api.js';
 import { Fenced, type LeasedRun, type RunHubCaller } from './hub-caller.js';
 import type { Redactor } from './redact.js';
@@ -22,6 +22,8 @@ export interface LogBufferOptions {
  */
 export class LogBuffer {
   private readonly lines: RunLogLine[] = [];
+  /** The last lines of each phase (masked), for its review. */
+  private readonly tails = new Map<string, string[]>();
   private flushing: Promise<void> = Promise.resolve();
   private readonly batch: number;
   private readonly cap: number;
@@ -37,7 +39,26 @@ export class LogBuffer {
   /** A line of the run's; every secret value of the run in it is masked first (redact.ts). */
   push(line: RunLogLine): void {
     const r = this.opts.redactor;
-    this.lines.push(r?.active ? { ...line, text: r.redact(line.text) } : line);
+    const masked = r?.active ? { ...line, text: r.redact(line.text) } : line;
+    this.lines.push(masked);
+    if (!masked.phase) return;
+    const tail = this.tails.get(masked.phase) ?? [];
+    this.tails.set(masked.phase, tail);
+    tail.push(masked.text);
+    if (tail.length > LOG_EXCERPT_LINES) tail.shift();
+  }
+
+  /** A phase starts (again): its excerpt begins afresh. */
+  startPhase(phase: string): void {
+    this.tails.delete(phase);
+  }
+
+  /** The phase's last lines (at most LOG_EXCERPT_LINES, LOG_EXCERPT_MAX characters), or null. */
+  excerpt(phase: string): string | null {
+    const tail = this.tails.get(phase);
+    if (!tail?.length) return null;
+    const text = tail.join('\n');
+    return text.length > LOG_EXCERPT_MAX ? `…${text.slice(text.length - LOG_EXCERPT_MAX + 1)}` : text;
   }
 
   /** Lines waiting for upload. */

@@ -153,6 +153,8 @@ describe('review summaries', () => {
   const long = 'x'.repeat(5000);
   const cases: [string, unknown, string][] = [
     ['a string summary output', { summary: 'did it', other: 1 }, 'did it'],
+    ['review_summary before summary', { review_summary: 'read me', summary: 'did it' }, 'read me'],
+    ['summary when review_summary is blank', { review_summary: ' ', summary: 'did it' }, 'did it'],
     ['other outputs as JSON', { files: 2 }, '{"files":2}'],
     ['a list as JSON', [{ summary: 'no' }], '[{"summary":"no"}]'],
     ['a summary that is not a string', { summary: 3 }, '{"summary":3}'],

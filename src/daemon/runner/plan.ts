@@ -114,14 +114,21 @@ export function outputFile(home: string, runId: string, phase: string, epoch: nu
   return path.join(home, 'runs', runId, '.outputs', `${phase}-${epoch}.json`);
 }
 
-/** A review's summary: the phase's `summary` output when it is a string, else its outputs as JSON. */
+/**
+ * A review's summary: the phase's `review_summary` output when it is a string (what the agent wants
+ * its reviewer to read), else its `summary` output, else its outputs as JSON.
+ */
 export const SUMMARY_MAX = 4096;
 export function reviewSummary(outputs: unknown): string {
   const own =
     outputs !== null && typeof outputs === 'object' && !Array.isArray(outputs)
-      ? (outputs as { summary?: unknown }).summary
-      : undefined;
-  const text = typeof own === 'string' ? own : JSON.stringify(outputs ?? {});
+      ? (outputs as { review_summary?: unknown; summary?: unknown })
+      : {};
+  const given =
+    typeof own.review_summary === 'string' && own.review_summary.trim() !== ''
+      ? own.review_summary
+      : own.summary;
+  const text = typeof given === 'string' ? given : JSON.stringify(outputs ?? {});
   const cut = text.length > SUMMARY_MAX ? `${text.slice(0, SUMMARY_MAX - 1)}…` : text;
   return cut.trim() === '' ? '(no summary)' : cut;
 }

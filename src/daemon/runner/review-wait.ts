@@ -44,6 +44,7 @@ export async function requestReview(
   phaseOutputs: unknown,
 ): Promise<ReviewMessagePayload | null> {
   const state = (round: number | null) => ({ outputs, phase_outputs: phaseOutputs ?? {}, round });
+  const excerpt = run.logs.excerpt(phase);
   // Noted before the request, so a stop right after it still finds the review (by the history).
   await noteReviewWait(deps.db, run.id, run.epoch, null, state(null));
   const review = await deps.caller.call<{ id: string; round: number }>(run, 'reviews/request', {
@@ -52,6 +53,8 @@ export async function requestReview(
     phase,
     summary: reviewSummary(phaseOutputs),
     kind: 'phase',
+    ...(isRecord(phaseOutputs) ? { outputs: phaseOutputs } : {}),
+    ...(excerpt === null ? {} : { log_excerpt: excerpt }),
   });
   await noteReviewWait(deps.db, run.id, run.epoch, review.id, state(review.round));
   run.systemLine(
@@ -108,3 +111,6 @@ export async function awaitVerdict(
     inbox.unwatch(reviewId);
   }
 }
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v);

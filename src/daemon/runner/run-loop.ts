@@ -89,6 +89,7 @@ async function runPhase(
       verdict = await awaitVerdict(ctx, run, phase.name, reviewId, round, known);
       waitAgain = null;
     } else {
+      run.logs.startPhase(phase.name);
       r = phase.team_version_id
         ? await ctx.children.runPhase(run, body, phase, outputs)
         : await runAgentPhase(ctx, run, body, phase, outputs, review);

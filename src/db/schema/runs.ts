@@ -100,6 +100,10 @@ export interface ReviewsTable {
   closed_by: string | null;
   verdict_action: 'approve' | 'reject' | 'request_changes' | 'expired' | null;
   verdict_comment: string | null;
+  /** A `review: true` phase's outputs (JSON text), null for an agent's own request. */
+  outputs: string | null;
+  /** The last lines of the phase's log when the review was requested. */
+  log_excerpt: string | null;
 }
 
 /** Every verdict or comment submitted on a review. */

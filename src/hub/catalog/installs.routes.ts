@@ -8,6 +8,7 @@ import { inTx } from '../daemons/commands.js';
 import { loadLiveDaemon, realmOfScope } from '../daemons/daemons.repo.js';
 import { cursor, id, limit, type OpContext, op } from '../http/op.js';
 import { keysetPage } from '../http/paging.js';
+import { onTeamInstalled } from '../runs/dispatch.service.js';
 import { buildInstallBundle, installOut, settleInstalls } from './installs.service.js';
 
 function loadInstall(hub: Hub, daemonId: string, teamVersionId: string) {
@@ -88,6 +89,12 @@ export const installOps = [
       await settleInstalls(ctx, { daemonId: daemon.id });
       const row = (await loadInstall(ctx, daemon.id, tv.id)) as TeamInstallsTable;
       if (result?.status === 'error') throw refused(`install ${tv.name}@${tv.version}`, result.error);
+      // Runs that waited for a daemon with this team may go now (else the re-dispatch pass sends them).
+      if (row.status === 'installed') {
+        await onTeamInstalled(ctx, daemon.realm_id, tv.id).catch((err: unknown) =>
+          ctx.log.error({ err }, 'dispatch after an install failed'),
+        );
+      }
       return {
         data: { status: result ? 'installed' : 'pending', tx_id: txId, install: installOut(row) },
       };

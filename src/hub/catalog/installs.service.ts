@@ -128,8 +128,8 @@ export interface DaemonWithTeam {
 
 /**
  * The daemons of a realm (not removed) on which the team is installed, as confirmed by their
- * acks: by team version, or by team (any of its versions). For the runs engine: a run with no
- * workspace is offered to the online ones.
+ * acks: by team version, or by team (any of its versions). The runs engine asks
+ * `daemonsThatMayRun` instead (one query, no settling).
  */
 export async function daemonsWithTeam(
   hub: Hub,
@@ -154,14 +154,82 @@ export async function daemonsWithTeam(
     .execute();
 }
 
-/** Whether any daemon of the realm was ever asked to install this team (any version, any outcome). */
-export async function teamEverInstalled(db: Kysely<DB>, realmId: string, teamId: string): Promise<boolean> {
-  const row = await db
+/** What a run needs installed: its team version (a child run: its root's, whose bundle holds it), or its agent. */
+export interface RunNeeds {
+  realm_id: string;
+  team_version_id: string | null;
+  agent_id: string | null;
+  root_run_id?: string | null;
+}
+
+export interface InstalledFor {
+  daemon_id: string;
+  /** The installed team that lets the daemon run it (the agent's team for a single-agent run). */
+  team_id: string;
+}
+
+/**
+ * The daemons of the run's realm (not removed) that may run it, in one indexed query: the team
+ * version is installed on them (confirmed by their ack), or for a single-agent run a team version
+ * whose phases use the agent. `online` keeps the online ones, `daemonIds` those listed.
+ */
+export async function daemonsThatMayRun(
+  db: Kysely<DB>,
+  run: RunNeeds,
+  only: { online?: boolean; daemonIds?: string[] } = {},
+): Promise<InstalledFor[]> {
+  if (!run.team_version_id && !run.agent_id) return [];
+  if (only.daemonIds?.length === 0) return [];
+  const rootRunId = run.root_run_id;
+  const agentId = run.agent_id;
+  return db
+    .selectFrom('team_installs as ti')
+    .innerJoin('daemons as d', 'd.id', 'ti.daemon_id')
+    .select(['ti.daemon_id', 'ti.team_id'])
+    .distinct()
+    .where('ti.realm_id', '=', run.realm_id)
+    .where('ti.status', '=', 'installed')
+    .where('d.realm_id', '=', run.realm_id)
+    .where('d.revoked_at', 'is', null)
+    .$if(only.online === true, (q) => q.where('d.status', '=', 'online'))
+    .$if(only.daemonIds !== undefined, (q) => q.where('ti.daemon_id', 'in', only.daemonIds!))
+    .$if(run.team_version_id !== null, (q) =>
+      q.where((eb) =>
+        rootRunId
+          ? eb.or([
+              eb('ti.team_version_id', '=', run.team_version_id!),
+              eb(
+                'ti.team_version_id',
+                '=',
+                eb.selectFrom('runs').select('team_version_id').where('run_id', '=', rootRunId),
+              ),
+            ])
+          : eb('ti.team_version_id', '=', run.team_version_id!),
+      ),
+    )
+    .$if(run.team_version_id === null && agentId !== null, (q) =>
+      q
+        .innerJoin('team_versions as tv', 'tv.id', 'ti.team_version_id')
+        .where('tv.definition', 'like', `%"agent_id":${JSON.stringify(agentId)}%`),
+    )
+    .orderBy('ti.daemon_id')
+    .execute();
+}
+
+/**
+ * An ack of a pending install: settles it and answers its realm, so that runs waiting for the team
+ * can be dispatched. Undefined for any other command.
+ */
+export async function settleInstallAck(
+  hub: Hub,
+  txId: string,
+): Promise<{ realm_id: string; team_version_id: string } | undefined> {
+  const row = await hub.db
     .selectFrom('team_installs')
-    .select('id')
-    .where('realm_id', '=', realmId)
-    .where('team_id', '=', teamId)
-    .limit(1)
+    .select(['daemon_id', 'realm_id', 'team_version_id', 'pending_action'])
+    .where('pending_tx_id', '=', txId)
     .executeTakeFirst();
-  return row !== undefined;
+  if (row?.pending_action !== 'install') return undefined;
+  await settleInstalls(hub, { daemonId: row.daemon_id });
+  return row;
 }

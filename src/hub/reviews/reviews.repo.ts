@@ -157,6 +157,8 @@ export function reviewOut(r: ReviewRow, canSubmit: boolean): Review {
     kind: r.kind,
     round: r.round,
     summary: r.summary,
+    outputs: r.outputs === null ? null : (JSON.parse(r.outputs) as Record<string, unknown>),
+    log_excerpt: r.log_excerpt,
     state: r.state,
     reviewers: reviewersOf(r),
     requested_at: r.requested_at,

@@ -106,6 +106,8 @@ export async function requestReview(
       closed_by: null,
       verdict_action: null,
       verdict_comment: null,
+      outputs: input.outputs === undefined ? null : JSON.stringify(input.outputs),
+      log_excerpt: input.log_excerpt ?? null,
     };
     const moved = await transition(tx, run, 'awaiting_input', {
       set: { current_phase: phase.name, lease_expires_at: now + leaseMs },

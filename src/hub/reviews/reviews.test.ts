@@ -21,6 +21,8 @@ const REVIEW_FIELDS = [
   'kind',
   'round',
   'summary',
+  'outputs',
+  'log_excerpt',
   'state',
   'reviewers',
   'requested_at',

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { type DB, isUniqueViolation } from '../../db/index.js';
-import type { RunsTable } from '../../db/schema.js';
+import type { RunsTable, WorkspacesTable } from '../../db/schema.js';
 import type { Actor as HistoryActor, Run } from '../../shared/api/runs.js';
 import { AppError, conflict, invalidParams, notFound } from '../../shared/errors.js';
 import type { StartChildBody } from '../../shared/protocol.js';
@@ -8,6 +8,7 @@ import { countsAsRealmMember, requireRealm } from '../access/access.service.js';
 import type { Actor, DaemonActor } from '../access/actor.js';
 import { userByHandle } from '../auth/users.js';
 import { findAgent, findTeamVersion, teamVersionInOrg, teamVersionsById } from '../catalog/catalog.repo.js';
+import { daemonsThatMayRun } from '../catalog/installs.service.js';
 import { parseRef } from '../catalog/manifest.js';
 import type { Hub } from '../context.js';
 import { inTx } from '../daemons/commands.js';
@@ -187,6 +188,87 @@ export async function resolveTarget(hub: Hub, orgId: string, input: NewRunInput)
   };
 }
 
+/**
+ * A run in a workspace: its team version installed on the workspace's daemon and its team assigned
+ * to the workspace (a single-agent run: a team using the agent), else `conflict` naming what is
+ * missing and the command that fixes it.
+ */
+async function requireAllowedIn(
+  hub: Hub,
+  ws: Pick<WorkspacesTable, 'id' | 'name' | 'daemon_id' | 'realm_id' | 'team_ids'>,
+  target: Target,
+): Promise<void> {
+  const installed = await daemonsThatMayRun(
+    hub.db,
+    { realm_id: ws.realm_id, team_version_id: target.team_version_id, agent_id: target.agent_id },
+    { daemonIds: [ws.daemon_id] },
+  );
+  const assigned = new Set(json<string[]>(ws.team_ids) ?? []);
+  if (installed.some((i) => assigned.has(i.team_id))) return;
+  const what = await describeTarget(hub, target);
+  const daemon = await hub.db
+    .selectFrom('daemons as d')
+    .innerJoin('realms as r', 'r.id', 'd.realm_id')
+    .select(['d.name', 'r.name as realm_name'])
+    .where('d.id', '=', ws.daemon_id)
+    .executeTakeFirstOrThrow();
+  const realmOpt = daemon.realm_name === 'default' ? '' : ` --realm ${daemon.realm_name}`;
+  const details = {
+    workspace_id: ws.id,
+    daemon_id: ws.daemon_id,
+    team_id: target.team_id,
+    team_version_id: target.team_version_id,
+    agent_id: target.agent_id,
+  };
+  if (installed.length === 0) {
+    const fix =
+      target.execution_type === 'team'
+        ? `run \`svc teams install ${what.ref} --daemon ${daemon.name}${realmOpt}\``
+        : `install a team that uses it: \`svc teams install TEAM --daemon ${daemon.name}${realmOpt}\``;
+    throw conflict(`${what.label} is not installed on daemon ${daemon.name}: ${fix}`, {
+      ...details,
+      missing: 'install',
+    });
+  }
+  const names = await teamNames(hub, [...assigned, installed[0]!.team_id]);
+  const fix = `run \`svc workspaces assign-teams ${ws.id} ${names.join(' ')}\``;
+  const team = target.execution_type === 'team' ? `team ${target.base_name}` : `no team using ${what.label}`;
+  throw conflict(`${team} is not assigned to workspace ${ws.name}: ${fix}`, {
+    ...details,
+    missing: 'assignment',
+  });
+}
+
+/** A run target in words: `team NAME@VERSION` or `agent NAME@VERSION`, and its `NAME@VERSION`. */
+async function describeTarget(hub: Hub, target: Target): Promise<{ label: string; ref: string }> {
+  const row = target.team_version_id
+    ? await hub.db
+        .selectFrom('team_versions')
+        .select(['name', 'version'])
+        .where('id', '=', target.team_version_id)
+        .executeTakeFirst()
+    : await hub.db
+        .selectFrom('agents')
+        .select(['name', 'version'])
+        .where('id', '=', target.agent_id!)
+        .executeTakeFirst();
+  const ref = row ? `${row.name}@${row.version}` : target.base_name;
+  return { label: `${target.execution_type} ${ref}`, ref };
+}
+
+/** The names of teams by team id, in the order given (one per team). */
+async function teamNames(hub: Hub, teamIds: string[]): Promise<string[]> {
+  const ids = [...new Set(teamIds)];
+  const rows = await hub.db
+    .selectFrom('team_versions')
+    .select(['team_id', 'name'])
+    .distinct()
+    .where('team_id', 'in', ids)
+    .execute();
+  const name = new Map(rows.map((r) => [r.team_id, r.name]));
+  return ids.map((id) => name.get(id) ?? id);
+}
+
 /** `reviewers`: phases of the run, handles of realm members (site and org admins included). */
 async function checkReviewers(
   hub: Hub,
@@ -244,7 +326,7 @@ export async function startRun(
   input: NewRunInput,
   claim?: RunClaim,
 ): Promise<Started | null> {
-  let workspace: { id: string; daemon_id: string; realm_id: string; path: string } | undefined;
+  let workspace: WorkspacesTable | undefined;
   if (input.workspace_id) {
     workspace = await loadWorkspace(hub, input.workspace_id);
     if (workspace.realm_id !== realm.id) throw issue('realm_id', 'is not the realm of the workspace');
@@ -258,6 +340,7 @@ export async function startRun(
   if (repeat) return repeat;
   if (workspace) await requireReadyWorkspace(hub, workspace.id);
   const target = await resolveTarget(hub, realm.org_id, input);
+  if (workspace) await requireAllowedIn(hub, { ...workspace, realm_id: realm.id }, target);
   const reviewers = input.reviewers ? await checkReviewers(hub, realm, target, input.reviewers) : null;
   const seed: RunSeed = {
     ...target,

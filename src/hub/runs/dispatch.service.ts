@@ -5,10 +5,10 @@ import { forbidden, notFound } from '../../shared/errors.js';
 import type { ExecuteRunBody, RunAgentManifest, RunPhase } from '../../shared/protocol.js';
 import type { DaemonActor } from '../access/actor.js';
 import { agentManifests, definitionOfVersion } from '../catalog/catalog.repo.js';
-import { daemonsWithTeam, teamEverInstalled } from '../catalog/installs.service.js';
+import { daemonsThatMayRun, type RunNeeds } from '../catalog/installs.service.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
-import { onlineDaemonIds, realmOfDaemon } from '../daemons/daemons.repo.js';
+import { realmOfDaemon } from '../daemons/daemons.repo.js';
 import type { Cipher } from '../ports.js';
 import { SEALED_SECRETS_FIELD, sealedRunSecrets } from '../secrets/resolve.js';
 import { loadWorkspace } from '../workspaces/workspaces.repo.js';
@@ -76,15 +76,12 @@ export async function executeBody(
   };
 }
 
-/** Online daemons of the realm that may take the run (see docs/api.md, runs: dispatch). */
-async function eligibleDaemons(hub: Hub, run: Pick<RunsTable, 'realm_id' | 'team_id'>): Promise<string[]> {
-  const online = await onlineDaemonIds(hub.db, run.realm_id);
-  // No daemon of the realm was ever asked to install this team: every daemon may take it (the
-  // execute command carries the definition and the manifests).
-  if (!run.team_id || !(await teamEverInstalled(hub.db, run.realm_id, run.team_id))) return online;
-  const withTeam = await daemonsWithTeam(hub, run.realm_id, { teamId: run.team_id });
-  const ok = new Set(withTeam.filter((d) => d.daemon_status === 'online').map((d) => d.daemon_id));
-  return online.filter((id) => ok.has(id));
+/**
+ * Online daemons of the realm that may take the run: those with its team version installed (see
+ * docs/api.md, "Where a run may go"). None: the run stays queued.
+ */
+async function eligibleDaemons(hub: Hub, run: RunNeeds): Promise<string[]> {
+  return (await daemonsThatMayRun(hub.db, run, { online: true })).map((d) => d.daemon_id);
 }
 
 /**
@@ -129,7 +126,7 @@ export interface DispatchPlan {
 
 export async function planDispatch(
   hub: Hub,
-  run: Pick<RunsTable, 'realm_id' | 'team_id' | 'workspace_id'>,
+  run: RunNeeds & Pick<RunsTable, 'workspace_id'>,
 ): Promise<DispatchPlan | null> {
   const leaseMs = await leaseMsOf(hub);
   if (run.workspace_id) {
@@ -242,9 +239,22 @@ export async function onDaemonConnected(hub: Hub, daemonId: string): Promise<voi
   if (!d) return;
   for (const r of await queuedInRealm(hub.db, d.realm_id, 500)) await dispatchRun(hub, r.run_id);
   const waiting = await openOffersInRealm(hub.db, d.realm_id, 500);
-  if (waiting.length === 0) return;
+  // Only the runs it may take (one query per waiting run, once per connection).
+  const mine: typeof waiting = [];
+  for (const r of waiting) {
+    if ((await daemonsThatMayRun(hub.db, r, { daemonIds: [daemonId] })).length) mine.push(r);
+  }
+  if (mine.length === 0) return;
   await inTx(hub, async (tx) => {
-    for (const r of waiting)
+    for (const r of mine)
       await offer(tx, r.queue_item_id!, daemonId, { run_id: r.run_id, team_id: r.team_id });
   });
+}
+
+/**
+ * A team version was installed on a daemon: dispatch the queued runs of its realm that may have
+ * waited for it (also done by the re-dispatch pass, later).
+ */
+export async function onTeamInstalled(hub: Hub, realmId: string, teamVersionId: string): Promise<void> {
+  for (const r of await queuedInRealm(hub.db, realmId, 500, teamVersionId)) await dispatchRun(hub, r.run_id);
 }

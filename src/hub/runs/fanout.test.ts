@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
-import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
+import { allowOrgTeams, registerAgent, registerTeam } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
 
@@ -24,6 +24,7 @@ describe('offers go to a few daemons, the least loaded first', () => {
       await online;
       daemons.push({ id: dt.data.daemon_id, token: dt.data.token, c });
     }
+    await allowOrgTeams(h, w.orgId);
   });
   after(async () => {
     for (const d of daemons) {

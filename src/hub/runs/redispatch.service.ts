@@ -1,3 +1,4 @@
+import { settleInstalls } from '../catalog/installs.service.js';
 import type { Hub } from '../context.js';
 import { inTx, Rollback, rolledBack } from '../daemons/commands.js';
 import { dispatchRun, handOver } from './dispatch.service.js';
@@ -101,7 +102,8 @@ export async function redispatchRuns(hub: Hub): Promise<RedispatchResult> {
   }
 
   // 4: queued runs that no dispatch picked up (the process that should have died first, say), in
-  // realms where some daemon is online.
+  // realms where some daemon is online. Installs acked to another process are settled first.
+  await settleInstalls(hub);
   for (const r of await staleQueued(hub.db, now - hub.config.runRedispatchMs, QUEUED_BATCH)) {
     await dispatchRun(hub, r.run_id);
     out.dispatched++;

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { TEST_DB } from '../../../test/helpers/db.js';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
-import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
+import { allowOrgTeams, registerAgent, registerTeam } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
 import type { RunningHub } from '../server.js';
@@ -38,6 +38,7 @@ describe('re-dispatch: runs that dispatch left waiting go back to it', () => {
   async function realmWithDaemon() {
     const realm = await h.ok('realms/new', { org_id: w.orgId, name: `r${++n}` });
     const dt = await h.ok('realms/create_daemon_token', { realm_id: realm.data.id, name: `d${n}` });
+    await allowOrgTeams(h, w.orgId);
     const c = await connectDaemon(h.url, dt.data.token);
     clients.push(c);
     return {
@@ -97,6 +98,7 @@ describe('re-dispatch: runs that dispatch left waiting go back to it', () => {
   it('hands a claimed item to its claimer when the claim stopped halfway, or offers it again if the claimer left', async () => {
     const { realmId, daemonId, token, c } = await realmWithDaemon();
     const gone = await h.ok('realms/create_daemon_token', { realm_id: realmId, name: `gone${n}` });
+    await allowOrgTeams(h, w.orgId);
     // As if the hub process answering queue/claim died between the item's claim and the run's.
     const halfClaim = async (claimer: string) => {
       const runId = (await h.ok('runs/new', { realm_id: realmId, team: 'solo' })).data.run_id;

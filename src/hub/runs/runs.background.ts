@@ -1,12 +1,13 @@
+import { settleInstallAck } from '../catalog/installs.service.js';
 import type { Hub } from '../context.js';
 import { onCommandAck, sweepLeases } from './daemon.service.js';
-import { onDaemonConnected } from './dispatch.service.js';
+import { onDaemonConnected, onTeamInstalled } from './dispatch.service.js';
 import { redispatchRuns } from './redispatch.service.js';
 
 /**
  * The runs engine's background work in one hub process: the lease sweeper and the re-dispatch pass
  * (safe with several hub processes: each move is a conditional UPDATE), dispatch of queued runs
- * when a daemon connects, and cancel acknowledgements. Returns a stop function that waits for work
+ * when a daemon connects or a team is installed, and cancel acknowledgements. Returns a stop function that waits for work
  * in progress.
  */
 export function startRunsBackground(hub: Hub, sweepMs: number): () => Promise<void> {
@@ -20,8 +21,13 @@ export function startRunsBackground(hub: Hub, sweepMs: number): () => Promise<vo
   };
   const onConnected = (e: { daemon_id: string }) =>
     track('dispatch on connect', onDaemonConnected(hub, e.daemon_id));
-  const onAck = (r: { tx_id: string; status: 'ok' | 'error' }) =>
+  const onAck = (r: { tx_id: string; status: 'ok' | 'error'; reply?: unknown }) => {
     track('cancel acknowledgement', onCommandAck(hub, r.tx_id, r.status));
+    // The daemon's reply to teams/install says `installed: true` (DAEMON_REPLIES).
+    if (r.status === 'ok' && (r.reply as { installed?: unknown } | null)?.installed === true) {
+      track('dispatch on install', afterInstall(hub, r.tx_id));
+    }
+  };
   hub.tunnel.events.on('connected', onConnected);
   hub.tunnel.events.on('ack', onAck);
   let sweeping = false;
@@ -57,4 +63,10 @@ export function startRunsBackground(hub: Hub, sweepMs: number): () => Promise<vo
     hub.tunnel.events.off('ack', onAck);
     await Promise.all([...inflight]);
   };
+}
+
+/** A confirmed install may let queued runs of the realm go. */
+async function afterInstall(hub: Hub, txId: string): Promise<void> {
+  const installed = await settleInstallAck(hub, txId);
+  if (installed) await onTeamInstalled(hub, installed.realm_id, installed.team_version_id);
 }

@@ -283,13 +283,25 @@ export function staleQueued(db: Kysely<DB>, before: number, limit: number) {
     .execute();
 }
 
-/** A realm's queued runs, oldest first. */
-export function queuedInRealm(db: Kysely<DB>, realmId: string, limit: number) {
+/**
+ * A realm's queued runs, oldest first; with `teamVersionId`, those that version's install may let
+ * go: its runs, child runs (their root's install counts) and single-agent runs.
+ */
+export function queuedInRealm(db: Kysely<DB>, realmId: string, limit: number, teamVersionId?: string) {
   return db
     .selectFrom('runs')
     .select('run_id')
     .where('realm_id', '=', realmId)
     .where('state', '=', 'queued')
+    .$if(teamVersionId !== undefined, (q) =>
+      q.where((eb) =>
+        eb.or([
+          eb('team_version_id', '=', teamVersionId!),
+          eb('agent_id', 'is not', null),
+          eb('root_run_id', 'is not', null),
+        ]),
+      ),
+    )
     .orderBy('run_id')
     .limit(limit)
     .execute();
@@ -300,7 +312,15 @@ export function openOffersInRealm(db: Kysely<DB>, realmId: string, limit: number
   return db
     .selectFrom('runs')
     .innerJoin('queue_items as q', 'q.id', 'runs.queue_item_id')
-    .select(['runs.run_id', 'runs.team_id', 'runs.queue_item_id'])
+    .select([
+      'runs.run_id',
+      'runs.realm_id',
+      'runs.team_id',
+      'runs.team_version_id',
+      'runs.agent_id',
+      'runs.root_run_id',
+      'runs.queue_item_id',
+    ])
     .where('runs.realm_id', '=', realmId)
     .where('runs.state', '=', 'offered')
     .where('q.status', '=', 'offered')

@@ -276,6 +276,10 @@ export interface components {
             summary: string;
             /** @enum {string} */
             kind?: "phase" | "agent";
+            outputs?: {
+                [key: string]: unknown;
+            };
+            log_excerpt?: string;
         };
         reviews_submit: {
             review_id: string;

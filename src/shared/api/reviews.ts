@@ -27,6 +27,10 @@ export const Review = z.strictObject({
   kind: z.enum(['phase', 'agent']),
   round: z.number(),
   summary: z.string(),
+  /** A `review: true` phase's outputs (null: an agent's own request). */
+  outputs: z.record(z.string(), z.unknown()).nullable(),
+  /** The last lines of the phase's log when the review was requested. */
+  log_excerpt: z.string().nullable(),
   state: ReviewState,
   reviewers: z.array(z.string()).nullable(),
   requested_at: ms,

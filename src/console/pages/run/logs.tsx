@@ -3,6 +3,7 @@ import { attemptStarts } from '../../../shared/api/run-time.js';
 import { api } from '../../api.js';
 import { clockMs, formatTime, isoTime } from '../../format.js';
 import { runEvents, useLive } from '../../live.js';
+import { formatRoute } from '../../router.js';
 import { withAttemptMarkers } from '../../timeline.js';
 import type { LogLine, Run } from '../../types.js';
 import { ErrorNote } from '../../ui.js';
@@ -12,7 +13,7 @@ import { ErrorNote } from '../../ui.js';
 /** At most this many log lines stay in the page; older ones are dropped (the CLI shows them all). */
 const MAX_LINES = 5000;
 
-export function Logs({ run, live }: { run: Run; live: boolean }) {
+export function Logs({ run, live, phase }: { run: Run; live: boolean; phase: string | null }) {
   const [lines, setLines] = useState<LogLine[]>([]);
   const [dropped, setDropped] = useState(0);
   const [follow, setFollow] = useState(true);
@@ -61,8 +62,9 @@ export function Logs({ run, live }: { run: Run; live: boolean }) {
     const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 8;
     if (atBottom !== follow) setFollow(atBottom);
   };
+  const shown = phase ? lines.filter((l) => l.phase === phase) : lines;
   return (
-    <section aria-labelledby="logs-h">
+    <section aria-labelledby="logs-h" id="logs">
       <div class="section-head">
         <h2 id="logs-h">Logs</h2>
         <label class="check">
@@ -74,6 +76,12 @@ export function Logs({ run, live }: { run: Run; live: boolean }) {
           Follow
         </label>
       </div>
+      {phase ? (
+        <p class="note">
+          Phase <strong>{phase}</strong> only ·{' '}
+          <a href={formatRoute({ name: 'run', id: run.run_id })}>all phases</a>
+        </p>
+      ) : null}
       <ErrorNote error={logs.error} what="Could not load the logs" />
       {dropped > 0 ? (
         <p class="note">{dropped} older lines are not shown; `svc runs logs` prints all.</p>
@@ -88,10 +96,10 @@ export function Logs({ run, live }: { run: Run; live: boolean }) {
         aria-label="Run logs"
         aria-live="off"
       >
-        {lines.length === 0 ? (
+        {shown.length === 0 ? (
           <span class="muted">{logs.loading ? 'Loading…' : live ? 'No output yet.' : 'No output.'}</span>
         ) : (
-          withAttemptMarkers(lines, attemptStarts(run, run.history ?? [])).map((row) =>
+          withAttemptMarkers(shown, attemptStarts(run, run.history ?? [])).map((row) =>
             'attempt' in row ? (
               <span key={`attempt-${row.attempt}`} class="line attempt">
                 ── attempt {row.attempt} · {formatTime(row.at)} ──{'\n'}
