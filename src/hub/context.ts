@@ -42,6 +42,8 @@ export interface Tx {
   hub: Hub;
   /** Writes a command for a daemon with this transaction; answers its tx_id. */
   command(daemonId: string, path: string, body: unknown): Promise<string>;
+  /** Runs `fn` once the transaction has committed (not on a rollback); its failure is logged. */
+  afterCommit(fn: () => Promise<unknown>): void;
 }
 
 /** Called in the transaction where a run reaches a terminal state. */

@@ -28,6 +28,7 @@ import type { ClusterBus } from './ports.js';
 import { retentionMetrics, startRetention } from './retention/retention.background.js';
 import { startReviewExpiry } from './reviews/reviews.background.js';
 import { closeReviewsOfEndedRun } from './reviews/reviews.service.js';
+import { freeSlotsOfEndedRun } from './runs/admission.service.js';
 import { startRunsBackground } from './runs/runs.background.js';
 import { registerRunStreams } from './runs/runs.stream.js';
 import { startScheduler } from './schedules/schedules.background.js';
@@ -118,8 +119,9 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
       config,
       cipher,
       passwords: createPasswordGate({ concurrency: config.passwordConcurrency, queue: config.passwordQueue }),
-      // What other features do when a run ends (src/hub/runs/lifecycle.ts): open reviews close.
-      runEnded: [closeReviewsOfEndedRun],
+      // What other features do when a run ends (src/hub/runs/lifecycle.ts): open reviews close, and
+      // runs waiting for its concurrency slots start.
+      runEnded: [closeReviewsOfEndedRun, freeSlotsOfEndedRun],
     };
     // Several hub processes (src/hub/cluster/): wake-ups through PostgreSQL LISTEN/NOTIFY, presence.
     const instanceId = base.newId();

@@ -160,6 +160,8 @@ export interface RunListFilter {
   top_level?: boolean | undefined;
   limit: number;
   cursor?: string | undefined;
+  /** `queue`: queued runs in the order they start, with their position (CONTRACT.md §11). */
+  order?: 'newest' | 'queue' | undefined;
 }
 
 /** A page of a realm's runs, newest first (`limit + 1` rows: the extra one tells there are more). */
@@ -183,6 +185,27 @@ export function listRunRows(db: Kysely<DB>, f: RunListFilter) {
       .limit(f.limit + 1)
       .execute()
   );
+}
+
+/**
+ * A page of a realm's queued runs in the order they start (higher priority first, then older
+ * first), from `offset`: the cursor is the position reached. The filters of `listRunRows` apply.
+ */
+export function listQueueRows(db: Kysely<DB>, f: RunListFilter, offset: number) {
+  return db
+    .selectFrom('runs')
+    .selectAll()
+    .where('realm_id', '=', f.realm_id)
+    .where('state', '=', 'queued')
+    .$if(f.team_id !== undefined, (q) => q.where('team_id', '=', f.team_id!))
+    .$if(f.root_run_id !== undefined, (q) => q.where('root_run_id', '=', f.root_run_id!))
+    .$if(f.top_level === true, (q) => q.where('parent_run_id', 'is', null))
+    .orderBy('priority', 'desc')
+    .orderBy('created_at')
+    .orderBy('run_id')
+    .offset(offset)
+    .limit(f.limit + 1)
+    .execute();
 }
 
 /** Children of a run that have not ended. */
@@ -252,24 +275,30 @@ const realmHasOnlineDaemon = ({ exists, selectFrom }: ExpressionBuilder<DB, 'run
 
 /** Queued runs untouched since `before` that a daemon could take (their realm has one online). */
 export function staleQueued(db: Kysely<DB>, before: number, limit: number) {
-  return db
-    .selectFrom('runs')
-    .select('run_id')
-    .where('state', '=', 'queued')
-    .where('updated_at', '<', before)
-    .where((eb) => eb.or([eb('workspace_id', 'is not', null), realmHasOnlineDaemon(eb)]))
-    .orderBy('updated_at')
-    .limit(limit)
-    .execute();
+  return (
+    db
+      .selectFrom('runs')
+      .select('run_id')
+      .where('state', '=', 'queued')
+      .where('updated_at', '<', before)
+      // Runs in a concurrency group are admitted group by group, in queue order (concurrency.ts).
+      .where('concurrency', 'is', null)
+      .where((eb) => eb.or([eb('workspace_id', 'is not', null), realmHasOnlineDaemon(eb)]))
+      .orderBy('updated_at')
+      .limit(limit)
+      .execute()
+  );
 }
 
-/** A realm's queued runs, oldest first. */
+/** A realm's queued runs in the order they start: higher priority first, then older first. */
 export function queuedInRealm(db: Kysely<DB>, realmId: string, limit: number) {
   return db
     .selectFrom('runs')
     .select('run_id')
     .where('realm_id', '=', realmId)
     .where('state', '=', 'queued')
+    .orderBy('priority', 'desc')
+    .orderBy('created_at')
     .orderBy('run_id')
     .limit(limit)
     .execute();
@@ -284,6 +313,8 @@ export function openOffersInRealm(db: Kysely<DB>, realmId: string, limit: number
     .where('runs.realm_id', '=', realmId)
     .where('runs.state', '=', 'offered')
     .where('q.status', '=', 'offered')
+    .orderBy('runs.priority', 'desc')
+    .orderBy('runs.created_at')
     .limit(limit)
     .execute();
 }

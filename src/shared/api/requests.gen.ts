@@ -313,6 +313,8 @@ export interface components {
             team_id?: string;
             root_run_id?: string;
             top_level?: boolean;
+            /** @enum {string} */
+            order?: "newest" | "queue";
             /** @default 50 */
             limit?: number;
             cursor?: string;
@@ -345,6 +347,11 @@ export interface components {
                 [key: string]: unknown;
             } | string[]) | null;
             idempotency_key?: string;
+            priority?: number;
+            concurrency_key?: string;
+            concurrency_limit?: number;
+            queue_timeout_ms?: number;
+            timeout_ms?: number;
         };
         runs_renew_lease: {
             runs: {
