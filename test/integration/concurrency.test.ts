@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import type { RunningDaemon } from '../../src/daemon/main.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { agentDir, ended, registerAgent, registerTeam, waitForRun } from '../helpers/runs.js';
+import { until } from '../helpers/until.js';
 import { buildWorld, type World } from '../helpers/world.js';
 import { daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
 
@@ -97,9 +98,13 @@ describe('concurrency groups, priority and deadlines', () => {
 
   it('60 runs in a group of limit 3 never run more than 3 at once, and all finish', async () => {
     const dir = stampDir();
+    // Started ten at a time: the group, not the pace of the test, decides what runs.
     const runs = [];
-    for (let i = 0; i < 60; i++) {
-      runs.push(await start({ inputs: { dir, ms: 30 }, concurrency_key: 'sixty', concurrency_limit: 3 }));
+    for (let i = 0; i < 60; i += 10) {
+      const batch = Array.from({ length: 10 }, () =>
+        start({ inputs: { dir, ms: 200 }, concurrency_key: 'sixty', concurrency_limit: 3 }),
+      );
+      runs.push(...(await Promise.all(batch)));
     }
     assert.ok(
       runs.some((r) => r.waiting_for?.limit === 3 && r.waiting_for.key === 'concurrency_key'),
@@ -137,6 +142,16 @@ describe('concurrency groups, priority and deadlines', () => {
     );
     assert.ok(ours[0].queue_position < ours[1].queue_position);
     assert.equal(queue.data[0].queue_position, 1);
+    // The re-dispatch pass reads the queue gauges for /metrics.
+    const group = `${w.realmId}/concurrency_key/prio`;
+    await until('queue gauges', async () => {
+      const text = await (await fetch(`${h.url}/metrics`)).text();
+      return (
+        text.includes(`svc_hub_runs_group_queued{group="${group}"} 2`) &&
+        text.includes(`svc_hub_runs_group_slots_used{group="${group}"} 1`) &&
+        /svc_hub_run_queue_wait_seconds_count [1-9]/.test(text)
+      );
+    });
     // The holder ends: the slot goes to the higher priority first.
     writeFileSync(release, '');
     const [h1, l1] = [await waitForRun(h, high.run_id, ended), await waitForRun(h, low.run_id, ended)];

@@ -190,17 +190,19 @@ export async function dispatchIn(tx: Tx, run: RunsTable, plan: DispatchPlan): Pr
   const admitted = run.waiting_for !== null ? { waiting_for: null } : {};
   if (plan.workspace) {
     const { daemon_id, path } = plan.workspace;
-    await assign(tx, run, daemon_id, {
+    const moved = await assign(tx, run, daemon_id, {
       leaseMs: plan.leaseMs,
       workspacePath: path,
       historyType: 'run.assigned',
       set: admitted,
     });
+    if (moved) tx.hub.runMetrics.observeWait(tx.hub.now() - run.created_at);
     return null;
   }
   const itemId = tx.hub.newId();
   const payload = { run_id: run.run_id, team_id: run.team_id };
   if (!(await transition(tx, run, 'offered', { set: { queue_item_id: itemId, ...admitted } }))) return null;
+  tx.hub.runMetrics.observeWait(tx.hub.now() - run.created_at);
   await insertQueueItem(tx.db, { id: itemId, realm_id: run.realm_id, payload, created_at: tx.hub.now() });
   for (const d of plan.daemons) await offer(tx, itemId, d, payload);
   return null;
