@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { isTerminal } from '../../shared/api/run-states.js';
 import { api } from '../api.js';
-import { formatDuration, runDuration, shortId } from '../format.js';
+import { formatDuration, runDuration, shortId, waitingText } from '../format.js';
 import { runEvents, useLive, useNow } from '../live.js';
 import { formatRoute } from '../router.js';
 import type { Run } from '../types.js';
@@ -117,6 +117,23 @@ function RunBody({ run, live, now, refresh }: { run: Run; live: boolean; now: nu
             )}
           </dd>
         </div>
+        {run.state === 'queued' ? (
+          <div class="wide">
+            <dt>Waiting for</dt>
+            <dd data-waiting-for>
+              {waitingText(run.waiting_for) ?? <span class="muted">a daemon</span>}
+              {run.priority !== 5 ? <span class="muted"> · priority {run.priority}</span> : null}
+            </dd>
+          </div>
+        ) : null}
+        {run.run_deadline_at && !run.completed_at ? (
+          <div>
+            <dt>Deadline</dt>
+            <dd>
+              <Clock at={run.run_deadline_at} now={now} />
+            </dd>
+          </div>
+        ) : null}
         <div class="wide">
           <dt>Run id</dt>
           <dd>

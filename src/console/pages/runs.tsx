@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { RUN_STATES, type RunState } from '../../shared/api/run-states.js';
 import { api, listAll } from '../api.js';
-import { formatDuration, humanize, runDuration } from '../format.js';
+import { formatDuration, humanize, runDuration, waitingText } from '../format.js';
 import { realmEvents, useLive, useNow } from '../live.js';
 import { formatRoute } from '../router.js';
 import { useScope } from '../scope.js';
@@ -47,6 +47,8 @@ export function RunsPage({ state, team }: { state: string | null; team: string |
           top_level: true,
           limit: PAGE,
           ...(validState ? { state: validState } : {}),
+          // Queued runs are listed in the order they start, with their position.
+          ...(validState === 'queued' ? { order: 'queue' as const } : {}),
           ...(team ? { team_id: team } : {}),
           ...(cursor ? { cursor } : {}),
         },
@@ -131,7 +133,17 @@ export function RunsPage({ state, team }: { state: string | null; team: string |
                   {(r.team_id && teams.data?.get(r.team_id)) ?? <span class="muted">—</span>}
                 </td>
                 <td>
+                  {r.queue_position !== undefined ? (
+                    <span class="muted tabular" title="position in the queue">
+                      #{r.queue_position}{' '}
+                    </span>
+                  ) : null}
                   <StateBadge state={r.state} />
+                  {r.state === 'queued' && r.waiting_for ? (
+                    <div class="muted small" data-waiting-for>
+                      waiting: {waitingText(r.waiting_for)}
+                    </div>
+                  ) : null}
                 </td>
                 <td class="hide-narrow">{r.current_phase ?? <span class="muted">—</span>}</td>
                 <td>
