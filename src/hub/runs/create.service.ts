@@ -211,11 +211,7 @@ export async function resolveTarget(hub: Hub, orgId: string, input: NewRunInput)
     // team_id names the team (its newest version), or a team version id directly.
     const rows = await teamVersionsById(hub.db, orgId, input.team_id);
     const direct = rows.find((r) => r.id === input.team_id);
-    tv = direct
-      ? await teamVersionInOrg(hub.db, orgId, direct.id)
-      : rows[0]
-        ? await findTeamVersion(hub.db, orgId, rows[0].name, null)
-        : null;
+    tv = direct ?? (rows[0] ? await findTeamVersion(hub.db, orgId, rows[0].name, null) : null);
   } else {
     const ref = parseRef(input.team!);
     tv = await findTeamVersion(hub.db, orgId, ref.name, ref.version);
