@@ -9,6 +9,7 @@ import {
   formatTime,
   humanize,
   runDuration,
+  waitingText,
 } from './format.js';
 
 describe('console formatting', () => {
@@ -65,5 +66,12 @@ describe('console formatting', () => {
     assert.match(explainBlocker('cancel_pending'), /wait/);
     assert.equal(explainBlocker('something_new'), 'something new');
     assert.equal(explainBlocker(null), '');
+  });
+  it('says what a queued run waits for', () => {
+    assert.equal(waitingText(null), null);
+    assert.equal(
+      waitingText({ key: 'inputs.repo', value: 'svc', limit: 2, running: 2 }),
+      'inputs.repo=svc full (2/2 running)',
+    );
   });
 });

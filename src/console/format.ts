@@ -85,6 +85,13 @@ export function humanize(code: string): string {
   return code.replace(/[._]/g, ' ');
 }
 
+/** Why a queued run waits: its full concurrency group, or null. */
+export function waitingText(
+  w: { key: string; value: string; limit: number; running: number } | null,
+): string | null {
+  return w ? `${w.key}=${w.value} full (${w.running}/${w.limit} running)` : null;
+}
+
 /** How long a run has taken so far (or took). */
 export function runDuration(run: { started_at: number; completed_at: number | null }, now: number): number {
   return (run.completed_at ?? now) - run.started_at;

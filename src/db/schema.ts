@@ -35,6 +35,7 @@ import type {
 import type {
   ReviewSubmissionsTable,
   ReviewsTable,
+  RunGroupsTable,
   RunHistoryTable,
   RunIdempotencyKeysTable,
   RunLogsTable,
@@ -81,6 +82,7 @@ export interface DB {
   workspaces: WorkspacesTable;
   runs: RunsTable;
   run_numbers: RunNumbersTable;
+  run_groups: RunGroupsTable;
   run_history: RunHistoryTable;
   run_logs: RunLogsTable;
   reviews: ReviewsTable;

@@ -7,6 +7,7 @@ import type { Logger } from '../shared/logger.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from '../shared/shutdown.js';
 import type { AccessCache } from './access/access-cache.js';
 import type { Cipher, Mailer, PasswordGate, Tunnel } from './ports.js';
+import type { RunMetrics } from './runs/run-metrics.js';
 
 /** Everything a hub service needs from the outside world, passed in (never imported). */
 export interface Hub {
@@ -30,6 +31,8 @@ export interface Hub {
   runEnded: readonly RunEndedHook[];
   /** Token → actor, realm, (user, realm) → role, kept for at most a second (src/hub/access/access-cache.ts). */
   access: AccessCache;
+  /** The run queue's metrics in this process (src/hub/runs/run-metrics.ts). */
+  runMetrics: RunMetrics;
 }
 
 /**
@@ -42,6 +45,8 @@ export interface Tx {
   hub: Hub;
   /** Writes a command for a daemon with this transaction; answers its tx_id. */
   command(daemonId: string, path: string, body: unknown): Promise<string>;
+  /** Runs `fn` once the transaction has committed (not on a rollback); its failure is logged. */
+  afterCommit(fn: () => Promise<unknown>): void;
 }
 
 /** Called in the transaction where a run reaches a terminal state. */

@@ -28,6 +28,8 @@ import type { ClusterBus } from './ports.js';
 import { retentionMetrics, startRetention } from './retention/retention.background.js';
 import { startReviewExpiry } from './reviews/reviews.background.js';
 import { closeReviewsOfEndedRun } from './reviews/reviews.service.js';
+import { freeSlotsOfEndedRun } from './runs/admission.service.js';
+import { createRunMetrics } from './runs/run-metrics.js';
 import { startRunsBackground } from './runs/runs.background.js';
 import { registerRunStreams } from './runs/runs.stream.js';
 import { startScheduler } from './schedules/schedules.background.js';
@@ -118,8 +120,10 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
       config,
       cipher,
       passwords: createPasswordGate({ concurrency: config.passwordConcurrency, queue: config.passwordQueue }),
-      // What other features do when a run ends (src/hub/runs/lifecycle.ts): open reviews close.
-      runEnded: [closeReviewsOfEndedRun],
+      // What other features do when a run ends (src/hub/runs/lifecycle.ts): open reviews close, and
+      // runs waiting for its concurrency slots start.
+      runEnded: [closeReviewsOfEndedRun, freeSlotsOfEndedRun],
+      runMetrics: createRunMetrics(),
     };
     // Several hub processes (src/hub/cluster/): wake-ups through PostgreSQL LISTEN/NOTIFY, presence.
     const instanceId = base.newId();
@@ -172,6 +176,7 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     // Retention (src/hub/retention/): old runs, logs, acknowledged commands and deliveries go.
     const retention = startRetention(hub, hub.config.retentionMs, hub.config.retentionBatch);
     metrics.push(() => retentionMetrics(retention.removed()));
+    metrics.push(() => hub.runMetrics.lines());
     // Schedules (src/hub/schedules/): fires each scheduled time once, sleeping until the next one.
     const stopScheduler = startScheduler(hub);
     const addr = app.server.address();

@@ -71,6 +71,46 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ said: input
     assert.equal(term.code, 1);
     assert.match(term.stderr, /already_terminal/);
   });
+
+  it('start takes priority, a concurrency group and deadlines; list --queue shows the start order', async () => {
+    const started = await runCli(
+      [
+        '--json',
+        'runs',
+        'start',
+        'greeter',
+        '--realm',
+        w.realmId,
+        '--priority',
+        '7',
+        '--concurrency-key',
+        'cli-group',
+        '--concurrency-limit',
+        '2',
+        '--queue-timeout',
+        '10m',
+        '--timeout',
+        '2h',
+      ],
+      { env: env() },
+    );
+    assert.equal(started.code, 0, started.stderr);
+    const run = JSON.parse(started.stdout).data;
+    assert.equal(run.priority, 7);
+    assert.equal(run.queue_deadline_at - run.started_at, 600_000);
+    assert.equal(run.run_deadline_at - run.started_at, 7_200_000);
+    const queue = await runCli(['--json', 'runs', 'list', '--queue', '--realm', w.realmId], { env: env() });
+    assert.equal(queue.code, 0, queue.stderr);
+    const rows = JSON.parse(queue.stdout).data as { state: string; queue_position: number }[];
+    assert.ok(rows.every((r, i) => r.state === 'queued' && r.queue_position === i + 1));
+    const table = await runCli(['runs', 'list', '--queue', '--realm', w.realmId], { env: env() });
+    assert.match(table.stdout, /WAITING FOR|No queued runs/);
+    const bad = await runCli(['runs', 'start', 'greeter', '--realm', w.realmId, '--timeout', '5x'], {
+      env: env(),
+    });
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /"5x" is not a duration/);
+  });
 });
 
 describe('svc runs watch of a run that is lost', () => {

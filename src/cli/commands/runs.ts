@@ -29,6 +29,27 @@ interface RunRefOpts {
   org?: string;
 }
 
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration option: `500ms`, `30s`, `5m`, `2h`, `1d`, or milliseconds. */
+export function parseDuration(v: string): number {
+  const m = /^(\d+)(ms|s|m|h|d)?$/.exec(v.trim());
+  if (!m || Number(m[1]) <= 0) throw usageError(`"${v}" is not a duration (e.g. 500ms, 30s, 5m, 2h, 1d)`);
+  return Number(m[1]) * UNIT_MS[m[2] ?? 'ms']!;
+}
+
+/** An integer option. */
+function parseInteger(v: string): number {
+  if (!/^-?\d+$/.test(v.trim())) throw usageError(`"${v}" is not an integer`);
+  return Number(v);
+}
+
+/** A queued run: why it waits. */
+function waitingText(r: Run): string {
+  const w = r.waiting_for;
+  return w ? `group ${w.key}=${w.value} full (${w.running}/${w.limit})` : '-';
+}
+
 /** `<run>` by id or by name, with the realm to look the name up in. */
 const runArgument = (cmd: Command) =>
   cmd
@@ -64,6 +85,10 @@ async function runRecord(r: Run, names: Names, now: number): Promise<string> {
     ['completed', time(r.completed_at)],
     ['running time', r.history ? formatRunningTime(runningTime(r, r.history, now)) : '-'],
     ['pending', r.pending_control?.type ?? '-'],
+    ['priority', r.priority],
+    ['waiting', waitingText(r)],
+    ['queue deadline', time(r.queue_deadline_at)],
+    ['deadline', time(r.run_deadline_at)],
     [
       'terminate',
       r.force_terminate.eligible
@@ -211,6 +236,15 @@ export default defineCommand({
         '--idempotency-key <key>',
         'a repeat with the same key in the realm within 24 h answers the first run instead of starting another',
       )
+      .option('--priority <n>', '0–9 (default 5): among runs that can start, higher first', parseInteger)
+      .option('--concurrency-key <key>', 'one more concurrency group: runs with this key share its slots')
+      .option('--concurrency-limit <n>', 'slots of the --concurrency-key group (default 1)', parseInteger)
+      .option(
+        '--queue-timeout <duration>',
+        'fail with queue_timeout if still queued after (e.g. 10m)',
+        parseDuration,
+      )
+      .option('--timeout <duration>', 'cancel with run_timeout if not ended after (e.g. 2h)', parseDuration)
       .action(
         async (
           team: string | undefined,
@@ -224,6 +258,11 @@ export default defineCommand({
             externalId?: string;
             watch?: boolean;
             idempotencyKey?: string;
+            priority?: number;
+            concurrencyKey?: string;
+            concurrencyLimit?: number;
+            queueTimeout?: number;
+            timeout?: number;
           },
           c,
         ) => {
@@ -244,6 +283,11 @@ export default defineCommand({
           if (opts.name) body.run_name = opts.name;
           if (opts.externalId) body.external_id = opts.externalId;
           if (opts.idempotencyKey) body.idempotency_key = opts.idempotencyKey;
+          if (opts.priority !== undefined) body.priority = opts.priority;
+          if (opts.concurrencyKey !== undefined) body.concurrency_key = opts.concurrencyKey;
+          if (opts.concurrencyLimit !== undefined) body.concurrency_limit = opts.concurrencyLimit;
+          if (opts.queueTimeout !== undefined) body.queue_timeout_ms = opts.queueTimeout;
+          if (opts.timeout !== undefined) body.timeout_ms = opts.timeout;
           const reply = await s.client.api.call('runs/new', body).catch(async (err: unknown) => {
             const [kind, ref] = opts.agent
               ? (['agents', opts.agent] as const)
@@ -254,10 +298,11 @@ export default defineCommand({
               .catch(() => null);
             throw ref && realmId ? await explainNotFound(s.client, err, kind, ref, realmId) : err;
           });
-          s.print(
-            reply,
-            () => `Started run ${reply.data.run_name} (${reply.data.run_id}): ${reply.data.state}.\n`,
-          );
+          s.print(reply, () => {
+            const r = reply.data;
+            const waits = r.waiting_for ? ` (waiting: ${waitingText(r)})` : '';
+            return `Started run ${r.run_name} (${r.run_id}): ${r.state}${waits}.\n`;
+          });
           if (opts.watch) {
             const end = await watch(s.client, reply.data.run_id, (x) =>
               s.json ? undefined : ctx.stderr.write(x),
@@ -293,11 +338,12 @@ export default defineCommand({
     withPaging(
       cmd
         .command('list')
-        .description("A realm's runs, newest first")
+        .description("A realm's runs, newest first; with --queue, queued runs in the order they start")
         .option('--realm <realm>', 'realm id or name (default "default")')
         .option('--org <org>', 'organization id or slug (to find a realm by name)')
         .option('--state <state>', 'only runs in this state')
-        .option('--team <team>', 'only runs of this team: name, name@version or team id'),
+        .option('--team <team>', 'only runs of this team: name, name@version or team id')
+        .option('--queue', 'queued runs in start order, with position and what each waits for'),
     ).action(
       async (
         opts: {
@@ -305,6 +351,7 @@ export default defineCommand({
           org?: string;
           state?: string;
           team?: string;
+          queue?: boolean;
           limit?: number;
           cursor?: string;
         },
@@ -324,9 +371,25 @@ export default defineCommand({
           realm_id: realmId,
           ...(opts.state ? { state: opts.state as RunState } : {}),
           ...(teamId ? { team_id: teamId } : {}),
+          ...(opts.queue ? { order: 'queue' as const } : {}),
           ...pageArgs(opts),
         });
         if (versionId) reply.data = reply.data.filter((r) => r.team_version_id === versionId);
+        if (opts.queue) {
+          s.printPage(
+            reply,
+            [
+              col('#', (r) => String(r.queue_position ?? '-')),
+              col('ID', 'run_id'),
+              col('NAME', 'run_name'),
+              col('PRIORITY', (r) => String(r.priority)),
+              col('WAITING FOR', waitingText),
+              col('QUEUED', (r) => time(r.started_at)),
+            ],
+            'No queued runs.',
+          );
+          return;
+        }
         const teams = new Map<string, string>();
         if (!s.json) {
           const names = new Names(s.client);

@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { isTerminal } from '../../shared/api/run-states.js';
 import { runningTime } from '../../shared/api/run-time.js';
 import { api } from '../api.js';
-import { formatDuration, shortId } from '../format.js';
+import { formatDuration, shortId, waitingText } from '../format.js';
 import { runEvents, useLive, useNow } from '../live.js';
 import { formatRoute } from '../router.js';
 import { formFromRun } from '../start-run-form.js';
@@ -153,6 +153,23 @@ function RunBody({
             )}
           </dd>
         </div>
+        {run.state === 'queued' ? (
+          <div class="wide">
+            <dt>Waiting for</dt>
+            <dd data-waiting-for>
+              {waitingText(run.waiting_for) ?? <span class="muted">a daemon</span>}
+              {run.priority !== 5 ? <span class="muted"> · priority {run.priority}</span> : null}
+            </dd>
+          </div>
+        ) : null}
+        {run.run_deadline_at && !run.completed_at ? (
+          <div>
+            <dt>Deadline</dt>
+            <dd>
+              <When at={run.run_deadline_at} now={now} />
+            </dd>
+          </div>
+        ) : null}
         <div class="wide">
           <dt>Run id</dt>
           <dd>

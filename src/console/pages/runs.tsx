@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { OrgMember } from '../../shared/api/access.js';
 import { RUN_STATES, type RunState } from '../../shared/api/run-states.js';
 import { api, listAll } from '../api.js';
-import { dayRange, formatDuration, humanize, runDuration } from '../format.js';
+import { dayRange, formatDuration, humanize, runDuration, waitingText } from '../format.js';
 import { realmEvents, useLive, useNow } from '../live.js';
 import { formatRoute, noRunFilters, RUN_FILTERS, type RunFilters } from '../router.js';
 import { useScope } from '../scope.js';
@@ -67,6 +67,8 @@ export function RunsPage({ filters }: { filters: RunFilters }) {
           top_level: true,
           limit: PAGE,
           ...(validState ? { state: validState } : {}),
+          // Queued runs are listed in the order they start, with their position.
+          ...(validState === 'queued' ? { order: 'queue' as const } : {}),
           ...(team ? { team_id: team } : {}),
           ...(q ? { name_contains: q } : {}),
           ...(by ? { created_by_user_id: by } : {}),
@@ -218,7 +220,17 @@ export function RunsPage({ filters }: { filters: RunFilters }) {
                   {(r.team_id && teams.data?.get(r.team_id)) ?? <span class="muted">—</span>}
                 </td>
                 <td>
+                  {r.queue_position !== undefined ? (
+                    <span class="muted tabular" title="position in the queue">
+                      #{r.queue_position}{' '}
+                    </span>
+                  ) : null}
                   <StateBadge state={r.state} />
+                  {r.state === 'queued' && r.waiting_for ? (
+                    <div class="muted small" data-waiting-for>
+                      waiting: {waitingText(r.waiting_for)}
+                    </div>
+                  ) : null}
                 </td>
                 <td class="hide-narrow">{r.current_phase ?? <span class="muted">—</span>}</td>
                 <td class="hide-narrow">

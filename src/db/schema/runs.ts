@@ -51,6 +51,22 @@ export interface RunsTable {
   updated_at: number;
   /** When retention removed the logs of this kept run (`retention.logs_days`), or null. */
   logs_pruned_at: number | null;
+  /** 0–9: among runs that can start, higher first, then older first. */
+  priority: number;
+  /** JSON: the run's concurrency groups [{group, key, value, limit}], or null (docs/api.md). */
+  concurrency: string | null;
+  /** JSON: the full group the queued run waits for {key, value, limit, running}, or null. */
+  waiting_for: string | null;
+  /** A run still queued then fails with `queue_timeout`. */
+  queue_deadline_at: number | null;
+  /** A run not terminal then is cancelled with `run_timeout`. */
+  run_deadline_at: number | null;
+}
+
+/** A run's membership of a concurrency group, written with the run. */
+export interface RunGroupsTable {
+  run_id: string;
+  group_key: string;
 }
 
 export interface RunHistoryTable {

@@ -47,7 +47,7 @@ export function teamVersionInOrg(db: Kysely<DB>, orgId: string, teamVersionId: s
 export function teamVersionsById(db: Kysely<DB>, orgId: string, id: string) {
   return db
     .selectFrom('team_versions')
-    .select(['id', 'team_id', 'name', 'version', 'org_id'])
+    .select(['id', 'team_id', 'name', 'version', 'org_id', 'definition'])
     .where('org_id', '=', orgId)
     .where((eb) => eb.or([eb('team_id', '=', id), eb('id', '=', id)]))
     .execute();

@@ -229,7 +229,36 @@ export const Phase = z
   });
 export type Phase = z.infer<typeof Phase>;
 
+/** A concurrency group of a team's runs (CONTRACT.md §11). */
+const ConcurrencyGroup = z.strictObject({
+  key: z
+    .string('must be a string')
+    .regex(
+      /^(realm|team|workspace|inputs\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*)$/,
+      'must be realm, team, workspace or inputs.<dotted path>',
+    ),
+  limit: z.number('must be a number').int('must be an integer').min(1, 'must be at least 1').max(100_000),
+});
+
 const Definition = z.looseObject({
+  concurrency: z
+    .array(ConcurrencyGroup, 'must be a list of {key, limit}')
+    .max(8, 'at most 8 groups')
+    .superRefine((groups, ctx) => {
+      const seen = new Set<string>();
+      groups.forEach((g, i) => {
+        if (seen.has(g.key))
+          ctx.addIssue({ code: 'custom', path: [i, 'key'], message: `duplicate key "${g.key}"` });
+        seen.add(g.key);
+      });
+    })
+    .optional(),
+  timeout_ms: z
+    .number('must be a number')
+    .int('must be an integer')
+    .min(1)
+    .max(30 * 24 * 3600 * 1000)
+    .optional(),
   name: catalogName.optional(),
   version: version.optional(),
   description: z.string().max(10_000).optional(),

@@ -4,10 +4,12 @@ import { enqueueCommand } from './outbox.repo.js';
 /**
  * Runs `fn` in one transaction. Every command it writes through `tx.command` commits with the
  * change that caused it (the outbox), and once the transaction has committed the tunnel is woken
- * for each daemon concerned, so the commands go out at once; on a rollback nothing is sent.
+ * for each daemon concerned, so the commands go out at once; on a rollback nothing is sent. Then
+ * the steps registered with `tx.afterCommit` run, in order.
  */
 export async function inTx<T>(hub: Hub, fn: (tx: Tx) => Promise<T>): Promise<T> {
   const daemons = new Set<string>();
+  const after: (() => Promise<unknown>)[] = [];
   const result = await hub.db.transaction().execute((trx) =>
     fn({
       db: trx,
@@ -17,9 +19,15 @@ export async function inTx<T>(hub: Hub, fn: (tx: Tx) => Promise<T>): Promise<T> 
         daemons.add(daemonId);
         return txId;
       },
+      afterCommit(step) {
+        after.push(step);
+      },
     }),
   );
   for (const d of daemons) hub.tunnel.wake(d);
+  for (const step of after) {
+    await step().catch((err: unknown) => hub.log.error({ err }, 'a step after commit failed'));
+  }
   return result;
 }
 

@@ -85,6 +85,11 @@ describe('retention', () => {
       created_at: at - 2000,
       updated_at: at,
       logs_pruned_at: null,
+      priority: 5,
+      concurrency: null,
+      waiting_for: null,
+      queue_deadline_at: null,
+      run_deadline_at: null,
       ...more,
     };
   }

@@ -3,11 +3,11 @@ import { isTerminal } from '../../shared/api/run-states.js';
 import type { Actor as HistoryActor } from '../../shared/api/runs.js';
 import { AppError, conflict } from '../../shared/errors.js';
 import type { Actor } from '../access/actor.js';
-import type { Hub } from '../context.js';
+import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
 import { dispatchRun } from './dispatch.service.js';
 import { addHistory } from './history.repo.js';
-import { mustTransition } from './lifecycle.js';
+import { mustTransition, transition } from './lifecycle.js';
 import { withdrawQueueItem } from './queue.repo.js';
 import { managedRun, showRun, showRunNow } from './read.service.js';
 import { json, type PendingControl, userActor } from './run.mapper.js';
@@ -39,6 +39,8 @@ export async function requestCancel(
   run: RunsTable,
   by: { actor: HistoryActor; user_id: string | null },
   reason: string | null,
+  /** The run's `error` once cancelled (a deadline: `run_timeout`). */
+  error: string | null = null,
 ): Promise<void> {
   const who = by.actor;
   if (isTerminal(run.state)) throw conflict(`the run is already ${run.state}`, { state: run.state });
@@ -50,7 +52,7 @@ export async function requestCancel(
       if (run.queue_item_id) await withdrawQueueItem(tx.db, run.queue_item_id, 'offered');
       await addHistory(tx.db, hub, run, run.state, requested);
       await mustTransition(tx, run, 'cancelled', {
-        set: { pending_control: null },
+        set: { pending_control: null, ...(error ? { error } : {}) },
         history: { error: reason },
       });
       return;
@@ -66,8 +68,16 @@ export async function requestCancel(
       requested_by: by.user_id,
       requested_at: hub.now(),
     };
-    const set = { pending_control: JSON.stringify(control), control_tx_id: txId, updated_at: hub.now() };
-    if (!(await updateRunRow(tx.db, run, set))) throw conflict('the run changed meanwhile; try again');
+    const set = {
+      pending_control: JSON.stringify(control),
+      control_tx_id: txId,
+      updated_at: hub.now(),
+      ...(error ? { error } : {}),
+    };
+    // One cancel at a time: two requests at once (two hub processes) send one command.
+    if (!(await updateRunRow(tx.db, run, set, (q) => q.where('control_tx_id', 'is', null)))) {
+      throw conflict('the run changed meanwhile; try again');
+    }
     await addHistory(tx.db, hub, run, run.state, requested);
   });
 }
@@ -93,6 +103,10 @@ export async function resumeRun(hub: Hub, actor: Actor | null, runId: string) {
         current_pid: null,
         pending_control: JSON.stringify(control),
         control_tx_id: null,
+        // Its deadlines were the first attempt's.
+        queue_deadline_at: null,
+        run_deadline_at: null,
+        waiting_for: null,
       },
       history: { type: 'run.resume_requested', actor: userActor(user.user) },
     }),
@@ -110,26 +124,42 @@ export async function forceTerminate(hub: Hub, actor: Actor | null, runId: strin
       blocker: shown.force_terminate.blocker,
     });
   }
-  await inTx(hub, async (tx) => {
-    // A new epoch fences the old holder: its late reports are refused.
-    await mustTransition(tx, run, 'terminated', {
-      set: {
-        terminated_at: hub.now(),
-        terminated_by_user_id: user.user.id,
-        terminated_reason: reason,
-        pending_control: null,
-        lease_epoch: run.lease_epoch + 1,
-      },
-      history: { error: reason, actor: userActor(user.user) },
-    });
-    // If its daemon comes back, it stops whatever is left of the run.
-    if (run.daemon_id) {
-      await tx.command(run.daemon_id, 'runs/cancel', {
-        run_id: run.run_id,
-        lease_epoch: run.lease_epoch,
-        reason: 'terminated',
-      });
-    }
-  });
+  await inTx(hub, (tx) =>
+    terminateIn(tx, run, { user_id: user.user.id, actor: userActor(user.user) }, reason).then((moved) => {
+      if (!moved) throw conflict('the run changed meanwhile; try again');
+    }),
+  );
   return showRunNow(hub, run.run_id);
+}
+
+/**
+ * Ends a run as `terminated` in the caller's transaction (runs/force_terminate, or the deadline
+ * sweeper when a timed-out run's daemon does not confirm the cancel). False when it moved meanwhile.
+ */
+export async function terminateIn(
+  tx: Tx,
+  run: RunsTable,
+  by: { actor: HistoryActor; user_id: string | null },
+  reason: string,
+): Promise<boolean> {
+  // A new epoch fences the old holder: its late reports are refused.
+  const moved = await transition(tx, run, 'terminated', {
+    set: {
+      terminated_at: tx.hub.now(),
+      terminated_by_user_id: by.user_id,
+      terminated_reason: reason,
+      pending_control: null,
+      lease_epoch: run.lease_epoch + 1,
+    },
+    history: { error: reason, actor: by.actor },
+  });
+  // If its daemon comes back, it stops whatever is left of the run.
+  if (moved && run.daemon_id) {
+    await tx.command(run.daemon_id, 'runs/cancel', {
+      run_id: run.run_id,
+      lease_epoch: run.lease_epoch,
+      reason: 'terminated',
+    });
+  }
+  return moved;
 }

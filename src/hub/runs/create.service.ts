@@ -14,7 +14,8 @@ import type { Hub } from '../context.js';
 import { inTx } from '../daemons/commands.js';
 import { unusableChannelIds } from '../notifications/channels.repo.js';
 import { loadWorkspace, requireReadyWorkspace } from '../workspaces/workspaces.repo.js';
-import { dispatchIn, planDispatch, runDefinition } from './dispatch.service.js';
+import { type GroupSpec, groupsOfRun, insertRunGroups, type RunGroup } from './concurrency.js';
+import { dispatchIn, planDispatch, runDefinition, type Waiting } from './dispatch.service.js';
 import { addHistory } from './history.repo.js';
 import { heldRun } from './read.service.js';
 import { daemonActor, json, runOut, toJson, userActor } from './run.mapper.js';
@@ -45,6 +46,31 @@ export interface NewRunInput {
   context_labels?: unknown;
   /** A repeat with the same key in the realm within 24 h answers the first run (CONTRACT.md §10). */
   idempotency_key?: string | undefined;
+  /** CONTRACT.md §11: 0–9, default 5. */
+  priority?: number | undefined;
+  /** One extra concurrency group, with `concurrency_limit`. */
+  concurrency_key?: string | undefined;
+  concurrency_limit?: number | undefined;
+  queue_timeout_ms?: number | undefined;
+  timeout_ms?: number | undefined;
+}
+
+export const DEFAULT_PRIORITY = 5;
+
+/** What a team definition says about its runs: concurrency groups and a deadline. */
+export interface RunPolicy {
+  concurrency: GroupSpec[];
+  timeout_ms: number | null;
+}
+
+const NO_POLICY: RunPolicy = { concurrency: [], timeout_ms: null };
+
+/** The policy of a stored team definition (validated when the team was registered). */
+export function policyOf(definition: string | null | undefined): RunPolicy {
+  if (!definition) return NO_POLICY;
+  const def = JSON.parse(definition) as { concurrency?: GroupSpec[]; timeout_ms?: number };
+  if (!def.concurrency?.length && def.timeout_ms === undefined) return NO_POLICY;
+  return { concurrency: def.concurrency ?? [], timeout_ms: def.timeout_ms ?? null };
 }
 
 /** Who starts a run: a person, or a schedule or trigger a person made (its history actor). */
@@ -95,6 +121,11 @@ export interface RunSeed {
   /** Set for child runs: makes a retried `runs/start_child` return the same child. */
   child_key?: string | null;
   created_by_user_id: string | null;
+  priority: number;
+  /** Its concurrency groups (concurrency.ts), written with the run. */
+  groups: RunGroup[];
+  queue_timeout_ms: number | null;
+  timeout_ms: number | null;
 }
 
 /** Inserts a `queued` run with its `run.queued` history entry (in the caller's transaction). */
@@ -108,7 +139,7 @@ export async function insertRun(
   const runName =
     seed.run_name ??
     `${seed.base_name}-${await nextRunNumber(db, seed.realm_id, seed.team_id ?? seed.agent_id ?? seed.base_name)}`;
-  const { base_name: _, child_key, ...fields } = seed;
+  const { base_name: _, child_key, groups, queue_timeout_ms, timeout_ms, ...fields } = seed;
   const row: RunsTable = {
     ...fields,
     run_id: hub.newId(),
@@ -139,15 +170,22 @@ export async function insertRun(
     terminated_reason: null,
     created_at: now,
     updated_at: now,
+    concurrency: groups.length ? JSON.stringify(groups) : null,
+    waiting_for: null,
+    queue_deadline_at: queue_timeout_ms === null ? null : now + queue_timeout_ms,
+    run_deadline_at: timeout_ms === null ? null : now + timeout_ms,
   };
   await insertRunRow(db, row);
+  await insertRunGroups(db, row.run_id, groups);
   await addHistory(db, hub, row, 'queued', { type: 'run.queued', actor });
   return row;
 }
 
 const issue = (field: string, message: string) => invalidParams([{ field, message }]);
 
-type Target = Pick<RunSeed, 'team_id' | 'team_version_id' | 'agent_id' | 'base_name' | 'execution_type'>;
+type Target = Pick<RunSeed, 'team_id' | 'team_version_id' | 'agent_id' | 'base_name' | 'execution_type'> & {
+  policy: RunPolicy;
+};
 
 /** The team version (by id, name or name@version) or the agent a `runs/new` names, in the org. */
 export async function resolveTarget(hub: Hub, orgId: string, input: NewRunInput): Promise<Target> {
@@ -163,12 +201,13 @@ export async function resolveTarget(hub: Hub, orgId: string, input: NewRunInput)
       agent_id: agent.id,
       base_name: agent.name,
       execution_type: 'agent',
+      policy: NO_POLICY,
     };
   }
   if ((input.team_id === undefined) === (input.team === undefined)) {
     throw issue('team', 'give exactly one of team_id or team (NAME or NAME@VERSION)');
   }
-  let tv: { id: string; team_id: string; name: string } | null | undefined;
+  let tv: { id: string; team_id: string; name: string; definition: string } | null | undefined;
   if (input.team_id) {
     // team_id names the team (its newest version), or a team version id directly.
     const rows = await teamVersionsById(hub.db, orgId, input.team_id);
@@ -185,6 +224,7 @@ export async function resolveTarget(hub: Hub, orgId: string, input: NewRunInput)
     agent_id: null,
     base_name: tv.name,
     execution_type: 'team',
+    policy: policyOf(tv.definition),
   };
 }
 
@@ -339,17 +379,31 @@ export async function startRun(
   const repeat = await first();
   if (repeat) return repeat;
   if (workspace) await requireReadyWorkspace(hub, workspace.id);
-  const target = await resolveTarget(hub, realm.org_id, input);
+  const { policy, ...resolved } = await resolveTarget(hub, realm.org_id, input);
+  const target = { ...resolved, policy };
   if (workspace) await requireAllowedIn(hub, { ...workspace, realm_id: realm.id }, target);
   const reviewers = input.reviewers ? await checkReviewers(hub, realm, target, input.reviewers) : null;
+  const inputs = input.inputs ?? {};
+  const extra =
+    input.concurrency_key !== undefined
+      ? { key: input.concurrency_key, limit: input.concurrency_limit ?? 1 }
+      : null;
   const seed: RunSeed = {
-    ...target,
+    ...resolved,
     org_id: realm.org_id,
     realm_id: realm.id,
     workspace_id: workspace?.id ?? null,
     workspace_path: workspace?.path ?? null,
     run_name: input.run_name ?? null,
-    inputs: input.inputs ?? {},
+    inputs,
+    priority: input.priority ?? DEFAULT_PRIORITY,
+    groups: groupsOfRun(
+      { ...resolved, realm_id: realm.id, workspace_id: workspace?.id ?? null, inputs },
+      policy.concurrency,
+      extra,
+    ),
+    queue_timeout_ms: input.queue_timeout_ms ?? null,
+    timeout_ms: input.timeout_ms ?? policy.timeout_ms,
     reviewers,
     notify_channels: input.notify_channels ?? null,
     external_id: input.external_id ?? null,
@@ -365,6 +419,8 @@ export async function startRun(
   // The run is written and sent where it goes in one transaction; the reply shows it as created.
   const plan = await planDispatch(hub, seed);
   let row: RunsTable;
+  const waitingRow = (r: RunsTable, waiting: Waiting | null): RunsTable =>
+    waiting ? { ...r, waiting_for: JSON.stringify({ ...waiting, group: undefined }) } : r;
   try {
     row = await inTx(hub, async (tx) => {
       const inserted = await insertRun(tx.db, hub, seed, by.actor);
@@ -377,8 +433,7 @@ export async function startRun(
         });
       }
       if (claim && !(await claim(tx.db, inserted.run_id))) throw CLAIM_TAKEN;
-      if (plan) await dispatchIn(tx, inserted, plan);
-      return inserted;
+      return waitingRow(inserted, plan ? await dispatchIn(tx, inserted, plan) : null);
     });
   } catch (err) {
     if (err === CLAIM_TAKEN) return null;
@@ -447,6 +502,15 @@ export async function startChild(hub: Hub, actor: DaemonActor, input: StartChild
     iteration_key: input.iteration_key,
     child_key: childKey,
     created_by_user_id: parent.created_by_user_id,
+    // A child runs at its parent's priority, in the groups of its own team definition.
+    priority: parent.priority,
+    groups: groupsOfRun(
+      { ...parent, team_id: tv.team_id, agent_id: null, inputs: input.inputs },
+      policyOf(tv.definition).concurrency,
+      null,
+    ),
+    queue_timeout_ms: null,
+    timeout_ms: policyOf(tv.definition).timeout_ms,
   };
   let child: RunsTable;
   const plan = await planDispatch(hub, seed);

@@ -64,7 +64,11 @@ export async function reportRun(hub: Hub, actor: DaemonActor, input: RunReportBo
     if (isTerminal(to)) {
       set.pending_control = null;
       set.error =
-        to === 'failed' ? (input.error ?? 'failed') : to === 'cancelled' ? (input.error ?? null) : null;
+        to === 'failed'
+          ? (input.error ?? 'failed')
+          : to === 'cancelled'
+            ? (run.error ?? input.error ?? null)
+            : null;
       if (input.outputs && typeof input.outputs === 'object' && !Array.isArray(input.outputs)) {
         const outputs = json<Record<string, unknown>>(run.outputs) ?? {};
         set.outputs = JSON.stringify({ ...outputs, ...(input.outputs as Record<string, unknown>) });

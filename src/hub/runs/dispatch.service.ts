@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
+import type { WaitingFor } from '../../shared/api/runs.js';
 import { forbidden, notFound } from '../../shared/errors.js';
 import type { ExecuteRunBody, RunAgentManifest, RunPhase } from '../../shared/protocol.js';
 import type { DaemonActor } from '../access/actor.js';
@@ -12,10 +13,18 @@ import { realmOfDaemon } from '../daemons/daemons.repo.js';
 import type { Cipher } from '../ports.js';
 import { SEALED_SECRETS_FIELD, sealedRunSecrets } from '../secrets/resolve.js';
 import { loadWorkspace } from '../workspaces/workspaces.repo.js';
+import { admit } from './concurrency.js';
 import { transition } from './lifecycle.js';
 import { claimQueueItem, insertQueueItem, loadQueueItem, RUN_ITEM_KIND } from './queue.repo.js';
 import { daemonActor, json } from './run.mapper.js';
-import { heldRunsPerDaemon, loadRun, openOffersInRealm, queuedInRealm, runOfQueueItem } from './runs.repo.js';
+import {
+  heldRunsPerDaemon,
+  loadRun,
+  openOffersInRealm,
+  queuedInRealm,
+  runOfQueueItem,
+  updateRunRow,
+} from './runs.repo.js';
 import { leaseMsOf } from './settings.js';
 
 /**
@@ -92,10 +101,17 @@ async function assign(
   tx: Tx,
   run: RunsTable,
   daemonId: string,
-  how: { leaseMs: number; workspacePath?: string; historyType: string; queueItemId?: string },
+  how: {
+    leaseMs: number;
+    workspacePath?: string;
+    historyType: string;
+    queueItemId?: string;
+    set?: { waiting_for?: null };
+  },
 ): Promise<boolean> {
   const now = tx.hub.now();
   const set = {
+    ...how.set,
     daemon_id: daemonId,
     lease_epoch: run.lease_epoch + 1,
     lease_expires_at: now + how.leaseMs,
@@ -149,37 +165,56 @@ async function leastLoaded(hub: Hub, daemons: string[], n: number): Promise<stri
   return keyed.slice(0, n).map((d) => d.id);
 }
 
+/** A queued run left waiting for a full concurrency group (concurrency.ts). */
+export type Waiting = WaitingFor & { group: string };
+
 /**
  * Sends a `queued` run where the plan says, in the caller's transaction: assigned to its
- * workspace's daemon, or offered. Nothing happens when the run moved meanwhile.
+ * workspace's daemon, or offered. Nothing happens when the run moved meanwhile. A run in a
+ * concurrency group first takes a slot (concurrency.ts): when one of its groups is full it stays
+ * `queued`, its `waiting_for` names the group, and that group is the answer.
  */
-export async function dispatchIn(tx: Tx, run: RunsTable, plan: DispatchPlan): Promise<void> {
+export async function dispatchIn(tx: Tx, run: RunsTable, plan: DispatchPlan): Promise<Waiting | null> {
+  if (run.concurrency !== null) {
+    const waiting = await admit(tx, run);
+    if (waiting) {
+      const { group: _, ...shown } = waiting;
+      const text = JSON.stringify(shown);
+      if (text !== run.waiting_for) await updateRunRow(tx.db, run, { waiting_for: text });
+      return waiting;
+    }
+  }
+  const admitted = run.waiting_for !== null ? { waiting_for: null } : {};
   if (plan.workspace) {
     const { daemon_id, path } = plan.workspace;
-    await assign(tx, run, daemon_id, {
+    const moved = await assign(tx, run, daemon_id, {
       leaseMs: plan.leaseMs,
       workspacePath: path,
       historyType: 'run.assigned',
+      set: admitted,
     });
-    return;
+    if (moved) tx.hub.runMetrics.observeWait(tx.hub.now() - run.created_at);
+    return null;
   }
   const itemId = tx.hub.newId();
   const payload = { run_id: run.run_id, team_id: run.team_id };
-  if (!(await transition(tx, run, 'offered', { set: { queue_item_id: itemId } }))) return;
+  if (!(await transition(tx, run, 'offered', { set: { queue_item_id: itemId, ...admitted } }))) return null;
+  tx.hub.runMetrics.observeWait(tx.hub.now() - run.created_at);
   await insertQueueItem(tx.db, { id: itemId, realm_id: run.realm_id, payload, created_at: tx.hub.now() });
   for (const d of plan.daemons) await offer(tx, itemId, d, payload);
+  return null;
 }
 
 /**
  * Dispatches a `queued` run. Safe to call from several places at once (a daemon connecting, a
  * resume, re-dispatch): the conditional move lets one of them win. A run with no eligible daemon
- * stays `queued`.
+ * stays `queued`; a run whose concurrency group is full too, and that group is the answer.
  */
-export async function dispatchRun(hub: Hub, runId: string): Promise<void> {
+export async function dispatchRun(hub: Hub, runId: string): Promise<Waiting | null> {
   const run = await loadRun(hub.db, runId);
-  if (run?.state !== 'queued') return;
+  if (run?.state !== 'queued') return null;
   const plan = await planDispatch(hub, run);
-  if (plan) await inTx(hub, (tx) => dispatchIn(tx, run, plan));
+  return plan ? inTx(hub, (tx) => dispatchIn(tx, run, plan)) : null;
 }
 
 function offer(tx: Tx, itemId: string, daemonId: string, payload: unknown): Promise<string> {

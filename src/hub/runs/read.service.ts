@@ -7,11 +7,11 @@ import { requireRealm } from '../access/access.service.js';
 import type { Actor, DaemonActor, UserActor } from '../access/actor.js';
 import type { Hub } from '../context.js';
 import { daemonOnline } from '../daemons/daemons.repo.js';
-import { pageOf } from '../http/paging.js';
+import { decodeCursor, pageOf } from '../http/paging.js';
 import { listHistory } from './history.repo.js';
 import { logLinesAfter } from './logs.repo.js';
 import { runOut } from './run.mapper.js';
-import { listRunRows, loadRun, type RunListFilter } from './runs.repo.js';
+import { listQueueRows, listRunRows, loadRun, type RunListFilter } from './runs.repo.js';
 
 /** Reading runs: who may see one, and the Run, list and logs replies. */
 
@@ -77,15 +77,21 @@ export async function showRunNow(hub: Hub, runId: string): Promise<Run> {
 
 export async function listRuns(hub: Hub, actor: Actor | null, input: RunListFilter) {
   await requireRealm(hub, actor, input.realm_id, 'runs.view');
-  const rows = await listRunRows(hub.db, input);
+  const queue = input.order === 'queue';
+  const offset = queue ? Number(decodeCursor(input.cursor, /^\d{1,9}$/) ?? 0) : 0;
+  const rows = queue ? await listQueueRows(hub.db, input, offset) : await listRunRows(hub.db, input);
   const online = new Map<string, boolean>();
   const now = hub.now();
-  const page = pageOf(rows, input.limit, (r) => r.run_id);
+  const page = queue
+    ? pageOf(rows, input.limit, () => String(offset + input.limit))
+    : pageOf(rows, input.limit, (r) => r.run_id);
   const data = [];
   for (const r of page.data) {
     if (r.daemon_id && !online.has(r.daemon_id))
       online.set(r.daemon_id, await daemonOnline(hub.db, r.daemon_id));
-    data.push(runOut(r, r.daemon_id ? online.get(r.daemon_id)! : false, now));
+    const out = runOut(r, r.daemon_id ? online.get(r.daemon_id)! : false, now);
+    if (queue) out.queue_position = offset + data.length + 1;
+    data.push(out);
   }
   return { data, next_cursor: page.next_cursor };
 }

@@ -1,6 +1,8 @@
 import { settleInstalls } from '../catalog/installs.service.js';
 import type { Hub } from '../context.js';
 import { inTx, Rollback, rolledBack } from '../daemons/commands.js';
+import { admitAllWaiting } from './admission.service.js';
+import { type DeadlineResult, sweepDeadlines } from './deadlines.service.js';
 import { dispatchRun, handOver } from './dispatch.service.js';
 import { transition } from './lifecycle.js';
 import { withdrawQueueItem } from './queue.repo.js';
@@ -21,7 +23,9 @@ import { leaseMsOf } from './settings.js';
  *    (fencing), then dispatched afresh. Not a run with a pending cancel: that one waits for
  *    runs/force_terminate (eligible, its daemon being gone).
  * 4. `queued` for longer than one pass: dispatched (safety net; dispatch is conditional, so racing
- *    runs/new or a daemon connecting is harmless).
+ *    runs/new or a daemon connecting is harmless). Runs in concurrency groups: each group with
+ *    queued runs admits them in queue order while it has free slots (admission.service.ts).
+ * 5. Deadlines: `queue_timeout_ms` and `timeout_ms` (deadlines.service.ts).
  *
  * Every move is conditional and in one transaction, so several processes may run the pass at once:
  * one of them moves a run, the others find it moved. Runs in a workspace wait for their workspace's
@@ -35,6 +39,10 @@ export interface RedispatchResult {
   handed: number;
   /** Dispatch attempts on queued runs (case 4, and after each requeue). */
   dispatched: number;
+  /** Waiting runs of concurrency groups that took a free slot (case 4). */
+  admitted: number;
+  /** Case 5. */
+  deadlines: DeadlineResult;
 }
 
 const BATCH = 200;
@@ -42,7 +50,13 @@ const BATCH = 200;
 const QUEUED_BATCH = 50;
 
 export async function redispatchRuns(hub: Hub): Promise<RedispatchResult> {
-  const out: RedispatchResult = { requeued: 0, handed: 0, dispatched: 0 };
+  const out: RedispatchResult = {
+    requeued: 0,
+    handed: 0,
+    dispatched: 0,
+    admitted: 0,
+    deadlines: { queue_timeouts: 0, run_timeouts: 0, terminated: 0 },
+  };
   const now = hub.now();
   const leaseMs = await leaseMsOf(hub);
   const requeued = async (runId: string) => {
@@ -108,5 +122,9 @@ export async function redispatchRuns(hub: Hub): Promise<RedispatchResult> {
     await dispatchRun(hub, r.run_id);
     out.dispatched++;
   }
+  out.admitted = await admitAllWaiting(hub, QUEUED_BATCH);
+
+  // 5: deadlines.
+  out.deadlines = await sweepDeadlines(hub);
   return out;
 }

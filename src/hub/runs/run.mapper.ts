@@ -1,6 +1,6 @@
 import type { RunsTable } from '../../db/schema.js';
 import { isTerminal } from '../../shared/api/run-states.js';
-import type { Actor, ForceTerminate, PendingControl, Run } from '../../shared/api/runs.js';
+import type { Actor, ForceTerminate, PendingControl, Run, WaitingFor } from '../../shared/api/runs.js';
 
 export type { PendingControl };
 
@@ -75,6 +75,10 @@ export function runOut(run: RunsTable, daemonOnline: boolean, now: number): Run 
     team_version_id: run.team_version_id,
     outputs: json<Record<string, unknown>>(run.outputs) ?? {},
     created_by_user_id: run.created_by_user_id,
+    priority: run.priority,
+    waiting_for: run.state === 'queued' ? json<WaitingFor>(run.waiting_for) : null,
+    queue_deadline_at: run.queue_deadline_at,
+    run_deadline_at: run.run_deadline_at,
   };
 }
 

@@ -49,9 +49,11 @@ export function startRunsBackground(hub: Hub, sweepMs: number): () => Promise<vo
     redispatching = true;
     track(
       're-dispatch',
-      redispatchRuns(hub).finally(() => {
-        redispatching = false;
-      }),
+      redispatchRuns(hub)
+        .then(() => hub.runMetrics.refresh(hub.db))
+        .finally(() => {
+          redispatching = false;
+        }),
     );
   }, hub.config.runRedispatchMs);
   redispatch.unref();

@@ -1,4 +1,11 @@
-import { type ExpressionBuilder, type Kysely, sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
+import {
+  type ExpressionBuilder,
+  type Kysely,
+  type SelectQueryBuilder,
+  sql,
+  type UpdateQueryBuilder,
+  type UpdateResult,
+} from 'kysely';
 import { type DB, updateOne } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
@@ -167,6 +174,8 @@ export interface RunListFilter {
   started_before?: number | undefined;
   limit: number;
   cursor?: string | undefined;
+  /** `queue`: queued runs in the order they start, with their position (CONTRACT.md §11). */
+  order?: 'newest' | 'queue' | undefined;
 }
 
 /** A LIKE pattern (escape character `\`) matching any text that contains `text`, lower-cased. */
@@ -174,35 +183,53 @@ function containsPattern(text: string): string {
   return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
+/** The filters of `runs/list` that both orders share, on a query of one realm's runs. */
+function withFilters<Q extends SelectQueryBuilder<DB, 'runs', RunsTable>>(q: Q, f: RunListFilter): Q {
+  return (
+    q
+      .where('realm_id', '=', f.realm_id)
+      .$if(f.team_id !== undefined, (b) => b.where('team_id', '=', f.team_id!))
+      // A descendant is created after its root and ids are UUID v7, so `run_id > root` bounds the
+      // scan of the (realm_id, run_id) index to the runs created since the root.
+      .$if(f.root_run_id !== undefined, (b) =>
+        b.where('root_run_id', '=', f.root_run_id!).where('run_id', '>', f.root_run_id!),
+      )
+      .$if(f.top_level === true, (b) => b.where('parent_run_id', 'is', null))
+      .$if(f.name_contains !== undefined, (b) =>
+        b.where(sql<boolean>`lower(run_name) like ${containsPattern(f.name_contains!)} escape '\\'`),
+      )
+      .$if(f.created_by_user_id !== undefined, (b) =>
+        b.where('created_by_user_id', '=', f.created_by_user_id!),
+      )
+      .$if(f.started_after !== undefined, (b) => b.where('started_at', '>=', f.started_after!))
+      .$if(f.started_before !== undefined, (b) => b.where('started_at', '<', f.started_before!)) as Q
+  );
+}
+
 /** A page of a realm's runs, newest first (`limit + 1` rows: the extra one tells there are more). */
 export function listRunRows(db: Kysely<DB>, f: RunListFilter) {
   const after = decodeCursor(f.cursor);
-  return (
-    db
-      .selectFrom('runs')
-      .selectAll()
-      .where('realm_id', '=', f.realm_id)
-      .$if(f.state !== undefined, (q) => q.where('state', '=', f.state as RunState))
-      .$if(f.team_id !== undefined, (q) => q.where('team_id', '=', f.team_id!))
-      // A descendant is created after its root and ids are UUID v7, so `run_id > root` bounds the
-      // scan of the (realm_id, run_id) index to the runs created since the root.
-      .$if(f.root_run_id !== undefined, (q) =>
-        q.where('root_run_id', '=', f.root_run_id!).where('run_id', '>', f.root_run_id!),
-      )
-      .$if(f.top_level === true, (q) => q.where('parent_run_id', 'is', null))
-      .$if(f.name_contains !== undefined, (q) =>
-        q.where(sql<boolean>`lower(run_name) like ${containsPattern(f.name_contains!)} escape '\\'`),
-      )
-      .$if(f.created_by_user_id !== undefined, (q) =>
-        q.where('created_by_user_id', '=', f.created_by_user_id!),
-      )
-      .$if(f.started_after !== undefined, (q) => q.where('started_at', '>=', f.started_after!))
-      .$if(f.started_before !== undefined, (q) => q.where('started_at', '<', f.started_before!))
-      .$if(after !== null, (q) => q.where('run_id', '<', after!))
-      .orderBy('run_id', 'desc')
-      .limit(f.limit + 1)
-      .execute()
-  );
+  return withFilters(db.selectFrom('runs').selectAll(), f)
+    .$if(f.state !== undefined, (q) => q.where('state', '=', f.state as RunState))
+    .$if(after !== null, (q) => q.where('run_id', '<', after!))
+    .orderBy('run_id', 'desc')
+    .limit(f.limit + 1)
+    .execute();
+}
+
+/**
+ * A page of a realm's queued runs in the order they start (higher priority first, then older
+ * first), from `offset`: the cursor is the position reached. The filters of `listRunRows` apply.
+ */
+export function listQueueRows(db: Kysely<DB>, f: RunListFilter, offset: number) {
+  return withFilters(db.selectFrom('runs').selectAll(), f)
+    .where('state', '=', 'queued')
+    .orderBy('priority', 'desc')
+    .orderBy('created_at')
+    .orderBy('run_id')
+    .offset(offset)
+    .limit(f.limit + 1)
+    .execute();
 }
 
 /** Children of a run that have not ended. */
@@ -272,19 +299,23 @@ const realmHasOnlineDaemon = ({ exists, selectFrom }: ExpressionBuilder<DB, 'run
 
 /** Queued runs untouched since `before` that a daemon could take (their realm has one online). */
 export function staleQueued(db: Kysely<DB>, before: number, limit: number) {
-  return db
-    .selectFrom('runs')
-    .select('run_id')
-    .where('state', '=', 'queued')
-    .where('updated_at', '<', before)
-    .where((eb) => eb.or([eb('workspace_id', 'is not', null), realmHasOnlineDaemon(eb)]))
-    .orderBy('updated_at')
-    .limit(limit)
-    .execute();
+  return (
+    db
+      .selectFrom('runs')
+      .select('run_id')
+      .where('state', '=', 'queued')
+      .where('updated_at', '<', before)
+      // Runs in a concurrency group are admitted group by group, in queue order (concurrency.ts).
+      .where('concurrency', 'is', null)
+      .where((eb) => eb.or([eb('workspace_id', 'is not', null), realmHasOnlineDaemon(eb)]))
+      .orderBy('updated_at')
+      .limit(limit)
+      .execute()
+  );
 }
 
 /**
- * A realm's queued runs, oldest first; with `teamVersionId`, those that version's install may let
+ * A realm's queued runs in the order they start (higher priority first, then older first); with `teamVersionId`, those that version's install may let
  * go: its runs, child runs (their root's install counts) and single-agent runs.
  */
 export function queuedInRealm(db: Kysely<DB>, realmId: string, limit: number, teamVersionId?: string) {
@@ -302,6 +333,8 @@ export function queuedInRealm(db: Kysely<DB>, realmId: string, limit: number, te
         ]),
       ),
     )
+    .orderBy('priority', 'desc')
+    .orderBy('created_at')
     .orderBy('run_id')
     .limit(limit)
     .execute();
@@ -324,6 +357,8 @@ export function openOffersInRealm(db: Kysely<DB>, realmId: string, limit: number
     .where('runs.realm_id', '=', realmId)
     .where('runs.state', '=', 'offered')
     .where('q.status', '=', 'offered')
+    .orderBy('runs.priority', 'desc')
+    .orderBy('runs.created_at')
     .limit(limit)
     .execute();
 }

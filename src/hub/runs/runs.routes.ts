@@ -3,6 +3,7 @@ import { RUN_STATES } from '../../shared/api/run-states.js';
 import { AppendLogsBody, RenewLeaseBody, RunReportBody, StartChildBody } from '../../shared/protocol.js';
 import { requireDaemon } from '../access/access.service.js';
 import { id, op, paging } from '../http/op.js';
+import { MAX_GROUP_LIMIT } from './concurrency.js';
 import { cancelRun, forceTerminate, resumeRun } from './control.service.js';
 import { createRun, startChild } from './create.service.js';
 import { appendLogs, renewLeases, reportRun } from './daemon.service.js';
@@ -10,30 +11,46 @@ import { claimRun } from './dispatch.service.js';
 import { listRuns, runLogs, showRun, visibleRun } from './read.service.js';
 
 const handles = z.array(z.string().min(1).max(100)).max(100);
+/** A deadline in milliseconds: at most 30 days. */
+const deadline = z
+  .number()
+  .int()
+  .min(1)
+  .max(30 * 24 * 3600 * 1000);
 
 /** Runs: user operations and the daemon-side calls (realm token). */
 export const runOps = [
   op({
     name: 'runs/new',
     summary: 'Starts a run of a team (or of one agent): answers it queued and dispatches it.',
-    input: z.object({
-      realm_id: id.optional(),
-      team_id: id.optional(),
-      team: z.string().min(1).max(201).optional(),
-      agent: z.string().min(1).max(201).optional(),
-      execution_type: z.enum(['team', 'agent']).optional(),
-      workspace_id: id.optional(),
-      inputs: z.record(z.string(), z.unknown()).optional(),
-      run_name: z.string().trim().min(1).max(200).optional(),
-      reviewers: z.record(z.string(), handles).optional(),
-      notify_channels: z.array(z.string().min(1).max(200)).max(100).nullable().optional(),
-      external_id: z.string().min(1).max(500).nullable().optional(),
-      context_labels: z
-        .union([z.record(z.string(), z.unknown()), z.array(z.string())])
-        .nullable()
-        .optional(),
-      idempotency_key: z.string().min(1).max(200).optional(),
-    }),
+    input: z
+      .object({
+        realm_id: id.optional(),
+        team_id: id.optional(),
+        team: z.string().min(1).max(201).optional(),
+        agent: z.string().min(1).max(201).optional(),
+        execution_type: z.enum(['team', 'agent']).optional(),
+        workspace_id: id.optional(),
+        inputs: z.record(z.string(), z.unknown()).optional(),
+        run_name: z.string().trim().min(1).max(200).optional(),
+        reviewers: z.record(z.string(), handles).optional(),
+        notify_channels: z.array(z.string().min(1).max(200)).max(100).nullable().optional(),
+        external_id: z.string().min(1).max(500).nullable().optional(),
+        context_labels: z
+          .union([z.record(z.string(), z.unknown()), z.array(z.string())])
+          .nullable()
+          .optional(),
+        idempotency_key: z.string().min(1).max(200).optional(),
+        priority: z.number().int().min(0).max(9).optional(),
+        concurrency_key: z.string().min(1).max(200).optional(),
+        concurrency_limit: z.number().int().min(1).max(MAX_GROUP_LIMIT).optional(),
+        queue_timeout_ms: deadline.optional(),
+        timeout_ms: deadline.optional(),
+      })
+      .refine((v) => v.concurrency_limit === undefined || v.concurrency_key !== undefined, {
+        path: ['concurrency_limit'],
+        message: 'needs concurrency_key',
+      }),
     async handler(ctx, input) {
       const { run, created } = await createRun(ctx, ctx.actor, {
         ...input,
@@ -56,7 +73,7 @@ export const runOps = [
   op({
     name: 'runs/list',
     summary:
-      'The runs of a realm, newest first; filters: state, team, the descendants of a run (root_run_id), top-level runs only, a text in the name, who started it, when it started.',
+      'The runs of a realm, newest first (order: "queue": queued runs in start order); filters: state, team, the descendants of a run (root_run_id), top-level runs only, a text in the name, who started it, when it started.',
     input: z.object({
       realm_id: id,
       state: z.enum(RUN_STATES).optional(),
@@ -67,6 +84,7 @@ export const runOps = [
       created_by_user_id: id.optional(),
       started_after: z.number().int().min(0).optional(),
       started_before: z.number().int().min(0).optional(),
+      order: z.enum(['newest', 'queue']).optional(),
       ...paging,
     }),
     async handler(ctx, input) {

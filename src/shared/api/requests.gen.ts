@@ -321,6 +321,8 @@ export interface components {
             created_by_user_id?: string;
             started_after?: number;
             started_before?: number;
+            /** @enum {string} */
+            order?: "newest" | "queue";
             /** @default 50 */
             limit?: number;
             cursor?: string;
@@ -353,6 +355,11 @@ export interface components {
                 [key: string]: unknown;
             } | string[]) | null;
             idempotency_key?: string;
+            priority?: number;
+            concurrency_key?: string;
+            concurrency_limit?: number;
+            queue_timeout_ms?: number;
+            timeout_ms?: number;
         };
         runs_renew_lease: {
             runs: {

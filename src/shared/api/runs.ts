@@ -53,6 +53,15 @@ export const HistoryEntry = z.strictObject({
 });
 export type HistoryEntry = z.infer<typeof HistoryEntry>;
 
+/** The full concurrency group a queued run waits for (CONTRACT.md §11). */
+export const WaitingFor = z.strictObject({
+  key: z.string(),
+  value: z.string(),
+  limit: z.number(),
+  running: z.number(),
+});
+export type WaitingFor = z.infer<typeof WaitingFor>;
+
 export const Run = z.strictObject({
   run_id: z.string(),
   workspace_id: z.string().nullable(),
@@ -88,6 +97,16 @@ export const Run = z.strictObject({
   outputs: z.record(z.string(), z.unknown()),
   /** The user who started the run (for a schedule's or trigger's run, who made it; a child: its parent's). */
   created_by_user_id: z.string().nullable(),
+  /** 0–9: among runs that can start, higher first, then older first. */
+  priority: z.number(),
+  /** A queued run whose concurrency group is full: that group; else null. */
+  waiting_for: WaitingFor.nullable(),
+  /** When a still queued run fails with `queue_timeout`, or null. */
+  queue_deadline_at: ms.nullable(),
+  /** When a run not yet ended is cancelled with `run_timeout`, or null. */
+  run_deadline_at: ms.nullable(),
+  /** Only in `runs/list` with `order: "queue"`: 1 for the run that starts next. */
+  queue_position: z.number().optional(),
   /** Only with `with_history: true`. */
   history: z.array(HistoryEntry).optional(),
 });

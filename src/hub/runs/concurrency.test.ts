@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
+import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
+import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
+import { buildWorld, type World } from '../../../test/helpers/world.js';
+import { sweepLeases } from './daemon.service.js';
+import { redispatchRuns } from './redispatch.service.js';
+
+/**
+ * Slots free from the runs' own states: a run that is lost frees its slot at once, and a run that
+ * ended without the step after its commit (its hub process died) frees it at the next re-dispatch
+ * pass. The daemon here is a bare tunnel client that never claims: an offered run holds its slot.
+ */
+describe('concurrency slots', () => {
+  let h: TestHub;
+  let w: World;
+  let daemon: TunnelClient;
+  before(async () => {
+    // Timers effectively off: the test drives the sweeper and the re-dispatch pass itself.
+    h = await startTestHub({ config: { runSweepMs: 3_600_000, runRedispatchMs: 3_600_000 } });
+    w = await buildWorld(h);
+    await registerAgent(h, w.orgId, 'noop', 'noop.js');
+    await registerTeam(h, w.orgId, 'solo', [{ name: 'only', agent: 'noop' }]);
+    daemon = await connectDaemon(h.url, w.tokens.realm_token!);
+  });
+  after(async () => {
+    await daemon?.close();
+    await h?.close();
+  });
+
+  const start = async () =>
+    (
+      await h.ok('runs/new', {
+        realm_id: w.realmId,
+        team: 'solo',
+        concurrency_key: 'slots',
+        concurrency_limit: 1,
+      })
+    ).data;
+  const state = async (id: string) => (await h.ok('runs/get_by_id', { run_id: id })).data;
+
+  it('a lost run frees its slot for the next waiting run at once', async () => {
+    const a = await start();
+    assert.equal((await state(a.run_id)).state, 'offered');
+    const b = await start();
+    assert.equal(b.state, 'queued');
+    assert.deepEqual(b.waiting_for, { key: 'concurrency_key', value: 'slots', limit: 1, running: 1 });
+    // As if the daemon had taken A and then stopped renewing its lease.
+    await h.running.hub.db
+      .updateTable('runs')
+      .set({ state: 'running', daemon_id: w.daemonId, lease_epoch: 1, lease_expires_at: Date.now() - 1 })
+      .where('run_id', '=', a.run_id)
+      .execute();
+    assert.equal(await sweepLeases(h.running.hub), 1);
+    assert.equal((await state(a.run_id)).state, 'lost');
+    const next = await state(b.run_id);
+    assert.equal(next.state, 'offered');
+    assert.equal(next.waiting_for, null);
+  });
+
+  it('the re-dispatch pass admits a waiting run whose slot freed without the step after commit', async () => {
+    const held = (
+      await h.running.hub.db
+        .selectFrom('runs')
+        .select('run_id')
+        .where('state', '=', 'offered')
+        .where('concurrency', 'is not', null)
+        .execute()
+    ).map((r) => r.run_id);
+    assert.equal(held.length, 1);
+    const c = await start();
+    assert.equal(c.state, 'queued');
+    // The holder ends behind the lifecycle's back, as when its hub process died after the commit.
+    await h.running.hub.db
+      .updateTable('runs')
+      .set({ state: 'failed' })
+      .where('run_id', '=', held[0]!)
+      .execute();
+    assert.equal((await state(c.run_id)).state, 'queued');
+    const pass = await redispatchRuns(h.running.hub);
+    assert.equal(pass.admitted, 1);
+    assert.equal((await state(c.run_id)).state, 'offered');
+  });
+});
