@@ -107,7 +107,7 @@ wait();`,
       org_id: org.org.id,
       manifest: { name: 'worker', version: '1.0.0', agent_type: 'exec', command: [process.execPath, script] },
     });
-    await ok(0, 'teams/register', {
+    const team = await ok(0, 'teams/register', {
       org_id: org.org.id,
       definition: { name: 'job', version: '1.0.0', phases: [{ name: 'work', agent: 'worker' }] },
     });
@@ -139,6 +139,9 @@ wait();`,
       mkdirSync(dir);
       const ws = await ok((first + 1) % 3, 'workspaces/register', { daemon_id: daemonIds[i], path: dir });
       workspaces.push(ws.id);
+      // The machine owner's allow-list: the team installed on the daemon and assigned to its workspace.
+      await ok(i % 3, 'teams/install', { team_version_id: team.id, daemon_id: daemonIds[i] });
+      await ok(i % 3, 'workspaces/assign_teams', { workspace_id: ws.id, team_ids: [team.team_id] });
     }
     // A daemon connected only to hub 1: nothing brings it back after the kill.
     const lone = await ok(0, 'realms/new', { org_id: org.org.id, name: 'lone' });

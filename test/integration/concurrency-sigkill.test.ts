@@ -87,7 +87,7 @@ setTimeout(() => { fs.writeFileSync(base + '.end', String(Date.now())); }, 150);
       org_id: org.org.id,
       manifest: { name: 'stamp', version: '1.0.0', agent_type: 'exec', command: [process.execPath, script] },
     });
-    await ok(0, 'teams/register', {
+    const team = await ok(0, 'teams/register', {
       org_id: org.org.id,
       definition: { name: 'job', version: '1.0.0', phases: [{ name: 'work', agent: 'stamp' }] },
     });
@@ -98,6 +98,7 @@ setTimeout(() => { fs.writeFileSync(base + '.end', String(Date.now())); }, 150);
       runner: { killGraceMs: 300, logFlushMs: 50 },
     });
     await whenConnected(daemon);
+    await ok(0, 'teams/install', { team_version_id: team.id, daemon_id: dt.daemon_id });
 
     const started = () => readdirSync(stamps).filter((f) => f.endsWith('.start')).length;
     const runIds: string[] = [];

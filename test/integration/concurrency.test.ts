@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RunningDaemon } from '../../src/daemon/main.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
-import { agentDir, ended, registerAgent, registerTeam, waitForRun } from '../helpers/runs.js';
+import { agentDir, allowOrgTeams, ended, registerAgent, registerTeam, waitForRun } from '../helpers/runs.js';
 import { until } from '../helpers/until.js';
 import { buildWorld, type World } from '../helpers/world.js';
 import { daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
@@ -210,6 +210,7 @@ describe('concurrency groups, priority and deadlines', () => {
         phases: [{ name: 'work', agent: 'stamp' }],
       },
     });
+    await allowOrgTeams(h, w.orgId);
     const a = await start({ team: 'per-repo', inputs: { dir, release, repo: { name: 'a' } } });
     await waitForRun(h, a.run_id, (r) => r.state === 'running');
     const a2 = await start({ team: 'per-repo', inputs: { dir, repo: { name: 'a' } } });
