@@ -47,6 +47,7 @@ import type {
   TriggerDeliveriesTable,
   TriggersTable,
 } from './schema/schedules.js';
+import type { ArtifactsTable } from './schema/artifacts.js';
 import type { SecretsTable } from './schema/secrets.js';
 
 export type * from './schema/access.js';
@@ -55,6 +56,7 @@ export type * from './schema/daemons.js';
 export type * from './schema/notifications.js';
 export type * from './schema/runs.js';
 export type * from './schema/schedules.js';
+export type * from './schema/artifacts.js';
 export type * from './schema/secrets.js';
 
 export interface DB {
@@ -91,6 +93,7 @@ export interface DB {
   notification_deliveries: NotificationDeliveriesTable;
   notification_attempts: NotificationAttemptsTable;
   secrets: SecretsTable;
+  artifacts: ArtifactsTable;
   run_idempotency_keys: RunIdempotencyKeysTable;
   schedules: SchedulesTable;
   schedule_slots: ScheduleSlotsTable;
