@@ -1,3 +1,5 @@
+import { Readable } from 'node:stream';
+import type { ArtifactUpload } from '../shared/api/artifacts.js';
 /**
  * The daemon's HTTP calls to the hub (`POST {hub}/v1/<op>`). Tries the hub the tunnel is connected
  * to first, then the other configured hubs, moving on only when a hub cannot be reached.
@@ -44,6 +46,22 @@ export interface HubApi {
   call<T = unknown>(op: string, body: unknown): Promise<T>;
   /** `workspaces/remove {daemon_id, path}` with the realm token: whether the hub had it. */
   removeWorkspace(daemonId: string, path: string): Promise<{ removed: boolean }>;
+  /**
+   * An artifact upload with the realm token (src/daemon/artifacts/uploader.ts): without `open`, how
+   * many bytes the hub has; with it, sends the bytes `open` streams from `offset` on.
+   */
+  artifactUpload(
+    query: ArtifactUploadQuery,
+    send?: { offset: number; open: () => Readable },
+  ): Promise<ArtifactUpload>;
+}
+
+export interface ArtifactUploadQuery {
+  run_id: string;
+  phase: string;
+  name: string;
+  sha256: string;
+  size: number;
 }
 
 const CLAIM_ATTEMPTS = 3;
@@ -58,19 +76,36 @@ export function createHubApi(opts: HubApiOptions): HubApi {
   const doFetch = opts.fetch ?? fetch;
   const timeoutMs = opts.timeoutMs ?? 30_000;
 
-  async function post(op: string, body: unknown, token: string): Promise<HubReply> {
+  const post = (op: string, body: unknown, token: string) =>
+    send('POST', op, token, { body: JSON.stringify(body), timeoutMs });
+
+  /** One request to the first hub that answers; `open` gives a fresh body stream for each attempt. */
+  async function send(
+    method: string,
+    op: string,
+    token: string,
+    req: { body?: string; open?: () => Readable; timeoutMs?: number },
+  ): Promise<HubReply> {
     const urls = opts.urls();
     if (urls.length === 0) throw new HubUnreachableError('no hub URL configured');
     let last: unknown;
     for (const base of urls) {
       let res: Response;
       try {
+        const stream = req.open?.();
         res = await doFetch(`${base}/v1/${op}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-          body: JSON.stringify(body),
-          signal: AbortSignal.timeout(timeoutMs),
-        });
+          method,
+          headers: {
+            'content-type': stream ? 'application/octet-stream' : 'application/json',
+            authorization: `Bearer ${token}`,
+          },
+          ...(stream
+            ? { body: Readable.toWeb(stream) as ReadableStream, duplex: 'half' }
+            : req.body !== undefined
+              ? { body: req.body }
+              : {}),
+          ...(req.timeoutMs ? { signal: AbortSignal.timeout(req.timeoutMs) } : {}),
+        } as RequestInit);
       } catch (err) {
         last = err;
         continue;
@@ -134,6 +169,22 @@ export function createHubApi(opts: HubApiOptions): HubApi {
       const r = await post('workspaces/remove', { daemon_id: daemonId, path }, opts.realmToken);
       if (r.body?.ok !== true) throw refused(r);
       return { removed: r.body.removed === true };
+    },
+    async artifactUpload(query, body) {
+      if (!opts.realmToken) throw new HubRefusedError(0, null, 'no realm token');
+      const q = new URLSearchParams({
+        run_id: query.run_id,
+        phase: query.phase,
+        name: query.name,
+        sha256: query.sha256,
+        size: String(query.size),
+        ...(body ? { offset: String(body.offset) } : {}),
+      });
+      const r = body
+        ? await send('PUT', `artifact-uploads?${q}`, opts.realmToken, { open: body.open })
+        : await send('GET', `artifact-uploads?${q}`, opts.realmToken, { timeoutMs });
+      if (r.body?.ok !== true) throw refused(r);
+      return r.body.data as ArtifactUpload;
     },
     async whoami(userToken) {
       const r = await post('auth/whoami', {}, userToken);

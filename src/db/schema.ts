@@ -15,6 +15,7 @@ import type {
   TokensTable,
   UsersTable,
 } from './schema/access.js';
+import type { ArtifactsTable } from './schema/artifacts.js';
 import type { AgentsTable, TeamInstallsTable, TeamVersionsTable, WorkspacesTable } from './schema/catalog.js';
 import type {
   CommandOutboxTable,
@@ -47,16 +48,15 @@ import type {
   TriggerDeliveriesTable,
   TriggersTable,
 } from './schema/schedules.js';
-import type { ArtifactsTable } from './schema/artifacts.js';
 import type { SecretsTable } from './schema/secrets.js';
 
 export type * from './schema/access.js';
+export type * from './schema/artifacts.js';
 export type * from './schema/catalog.js';
 export type * from './schema/daemons.js';
 export type * from './schema/notifications.js';
 export type * from './schema/runs.js';
 export type * from './schema/schedules.js';
-export type * from './schema/artifacts.js';
 export type * from './schema/secrets.js';
 
 export interface DB {

@@ -14,6 +14,9 @@ import { stopWithin } from '../shared/shutdown.js';
 import { ADMIN_TOKEN_RULE, hashSecret, parseAdminToken } from '../shared/tokens.js';
 import { createAccessCache } from './access/access-cache.js';
 import { createHubApp } from './app.js';
+import { registerArtifactRoutes } from './artifacts/artifacts.http.js';
+import { artifactsOf } from './artifacts/artifacts.service.js';
+import { folderStore } from './artifacts/store.js';
 import { createPasswordGate } from './auth/password-gate.js';
 import { bootstrapAdmin } from './auth/users.js';
 import { createLocalBus, createPgBus } from './cluster/bus.js';
@@ -35,9 +38,6 @@ import { createCipher } from './secrets/cipher.js';
 import { loadKeyRing } from './secrets/keys.js';
 import { resealAll } from './secrets/reseal.js';
 import { registerHooks } from './triggers/hooks.js';
-import { registerArtifactRoutes } from './artifacts/artifacts.http.js';
-import { artifactsOf } from './artifacts/artifacts.service.js';
-import { folderStore } from './artifacts/store.js';
 
 export interface StartHubOptions {
   databaseUrl: string;
@@ -163,7 +163,8 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     // Incoming webhooks of triggers (src/hub/triggers/): POST /v1/hooks/<id>, raw body, signed.
     registerHooks(app, hub);
     // Artifacts of runs (src/hub/artifacts/): daemon uploads, downloads; the store is a folder.
-    const artifactsDir = opts.artifactsDir ?? path.join(opts.home ?? defaultHome(opts.databaseUrl), 'artifacts');
+    const artifactsDir =
+      opts.artifactsDir ?? path.join(opts.home ?? defaultHome(opts.databaseUrl), 'artifacts');
     const artifacts = artifactsOf(artifactsDir, folderStore(artifactsDir), opts.artifactsMaxBytes);
     registerArtifactRoutes(app, hub, artifacts);
     // The daemon tunnel; Fastify's close runs the tunnel's close first (preClose hook).

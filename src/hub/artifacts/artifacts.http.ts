@@ -5,7 +5,13 @@ import { requireDaemon } from '../access/access.service.js';
 import { authenticate } from '../auth/authenticate.js';
 import type { Hub } from '../context.js';
 import { errorBody } from '../http/errors.js';
-import { type Artifacts, readableArtifact, receiveUpload, type UploadKey, uploadStatus } from './artifacts.service.js';
+import {
+  type Artifacts,
+  readableArtifact,
+  receiveUpload,
+  type UploadKey,
+  uploadStatus,
+} from './artifacts.service.js';
 import { servedInline } from './content-type.js';
 
 /**
@@ -23,7 +29,10 @@ export const ArtifactName = z
     (n) => !n.startsWith('/') && n.split('/').every((p) => p !== '' && p !== '.' && p !== '..'),
     'must be a relative path without . or .. parts',
   )
-  .refine((n) => !/[\u0000-\u001f\\]/.test(n), 'must not hold control characters or backslashes');
+  .refine(
+    (n) => [...n].every((ch) => ch.charCodeAt(0) >= 0x20 && ch !== '\\'),
+    'must not hold control characters or backslashes',
+  );
 
 const uploadQuery = z.object({
   run_id: z.string().min(1).max(100),
@@ -62,7 +71,10 @@ export function registerArtifactRoutes(app: FastifyInstance, hub: Hub, artifacts
 }
 
 /** A byte range of a `size`-byte file from a `Range` header: null when absent, 'bad' when unsatisfiable. */
-export function parseRange(header: string | undefined, size: number): { start: number; end: number } | null | 'bad' {
+export function parseRange(
+  header: string | undefined,
+  size: number,
+): { start: number; end: number } | null | 'bad' {
   if (header === undefined) return null;
   const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
   if (!m || (m[1] === '' && m[2] === '')) return 'bad';
@@ -91,7 +103,10 @@ async function serve(
     .header('cache-control', 'private, no-cache')
     .header('x-content-type-options', 'nosniff')
     // The bytes are the agent's: a browser may show text and raster images, nothing it would run.
-    .header('content-security-policy', "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox")
+    .header(
+      'content-security-policy',
+      "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox",
+    )
     .header(
       'content-disposition',
       `${servedInline(row.content_type) ? 'inline' : 'attachment'}; filename*=UTF-8''${encodeURIComponent(
@@ -99,7 +114,7 @@ async function serve(
       )}`,
     );
   const inm = req.headers['if-none-match'];
-  if (inm && inm.split(',').some((t) => t.trim() === etag || t.trim() === '*')) {
+  if (inm?.split(',').some((t) => t.trim() === etag || t.trim() === '*')) {
     return reply.status(304).send();
   }
   const range = parseRange(req.headers.range, size);
@@ -107,7 +122,11 @@ async function serve(
     void reply.header('content-range', `bytes */${size}`);
     return reply
       .status(416)
-      .send(errorBody(new AppError('bad_request', `the range ${req.headers.range} is not within the ${size} bytes`)));
+      .send(
+        errorBody(
+          new AppError('bad_request', `the range ${req.headers.range} is not within the ${size} bytes`),
+        ),
+      );
   }
   if (!(await artifacts.store.stat(row.sha256))) {
     throw new AppError('not_found', 'the artifact file is missing from the store');

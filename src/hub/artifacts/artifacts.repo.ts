@@ -18,7 +18,10 @@ export function loadArtifact(db: Kysely<DB>, id: string) {
   return db.selectFrom('artifacts').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export function findUploaded(db: Kysely<DB>, key: { run_id: string; phase: string; name: string; sha256: string }) {
+export function findUploaded(
+  db: Kysely<DB>,
+  key: { run_id: string; phase: string; name: string; sha256: string },
+) {
   return db
     .selectFrom('artifacts')
     .selectAll()

@@ -28,7 +28,11 @@ export interface Artifacts {
   busy: Set<string>;
 }
 
-export function artifactsOf(root: string, store: ArtifactStore, maxBytes = DEFAULT_ARTIFACT_MAX_BYTES): Artifacts {
+export function artifactsOf(
+  root: string,
+  store: ArtifactStore,
+  maxBytes = DEFAULT_ARTIFACT_MAX_BYTES,
+): Artifacts {
   return { store, uploads: path.join(root, 'uploads'), maxBytes, busy: new Set() };
 }
 
@@ -60,7 +64,8 @@ export async function readableArtifact(hub: Hub, actor: Actor | null, id: string
     await visibleRun(hub, actor, row.run_id, 'runs.view');
   } catch (err) {
     // Whoever may not see the run does not learn that the artifact exists.
-    if (err instanceof AppError && (err.code === 'forbidden' || err.code === 'not_found')) throw notFound('artifact');
+    if (err instanceof AppError && (err.code === 'forbidden' || err.code === 'not_found'))
+      throw notFound('artifact');
     throw err;
   }
   return row;
@@ -103,7 +108,12 @@ async function uploadRun(hub: Hub, a: Artifacts, daemon: DaemonActor, k: UploadK
 }
 
 /** Where an upload stands: the bytes the hub has (all of them, with the row, once it is whole). */
-export async function uploadStatus(hub: Hub, a: Artifacts, daemon: DaemonActor, k: UploadKey): Promise<ArtifactUpload> {
+export async function uploadStatus(
+  hub: Hub,
+  a: Artifacts,
+  daemon: DaemonActor,
+  k: UploadKey,
+): Promise<ArtifactUpload> {
   await uploadRun(hub, a, daemon, k);
   const done = await findUploaded(hub.db, k);
   if (done) return { offset: Number(done.size), artifact: artifactOut(done) };
@@ -138,7 +148,8 @@ export async function receiveUpload(
 ): Promise<ArtifactUpload> {
   const run = await uploadRun(hub, a, daemon, k);
   const key = partialOf(a, k);
-  if (a.busy.has(key)) throw conflict('an upload of this artifact is under way', { offset: await sizeOf(key) });
+  if (a.busy.has(key))
+    throw conflict('an upload of this artifact is under way', { offset: await sizeOf(key) });
   a.busy.add(key);
   try {
     const done = await findUploaded(hub.db, k);
@@ -167,9 +178,13 @@ export async function receiveUpload(
     const digest = hash ? hash.digest('hex') : await hashFile(key);
     if (digest !== k.sha256) {
       await rm(key, { force: true });
-      throw new AppError('bad_request', `the bytes received have sha256 ${digest}, not ${k.sha256}; upload again`, {
-        sha256: digest,
-      });
+      throw new AppError(
+        'bad_request',
+        `the bytes received have sha256 ${digest}, not ${k.sha256}; upload again`,
+        {
+          sha256: digest,
+        },
+      );
     }
     if (!(await a.store.stat(k.sha256))) await a.store.put(k.sha256, createReadStream(key));
     const row = await insertArtifact(hub.db, {

@@ -13,7 +13,12 @@ export interface RetentionLoop {
  * The retention job of one hub process: a pass every `everyMs` (the first one after `everyMs`), one
  * at a time. Every hub process runs it; the passes share the work (see retention.repo.ts).
  */
-export function startRetention(hub: Hub, everyMs: number, batch: number, store?: ArtifactStore): RetentionLoop {
+export function startRetention(
+  hub: Hub,
+  everyMs: number,
+  batch: number,
+  store?: ArtifactStore,
+): RetentionLoop {
   const total = emptyRemoved();
   let stopped = false;
   let running: Promise<unknown> | null = null;

@@ -71,7 +71,11 @@ export async function removeOldRuns(
     .select('run_id')
     .where((eb) => eb.or([eb('run_id', 'in', ids), eb('root_run_id', 'in', ids)]));
   const logs = await removeLogsOf(db, tree);
-  const artifactRows = await db.selectFrom('artifacts').select('sha256').where('run_id', 'in', tree).execute();
+  const artifactRows = await db
+    .selectFrom('artifacts')
+    .select('sha256')
+    .where('run_id', 'in', tree)
+    .execute();
   const artifacts = await db.deleteFrom('artifacts').where('run_id', 'in', tree).executeTakeFirst();
   const history = await db.deleteFrom('run_history').where('run_id', 'in', tree).executeTakeFirst();
   const reviewIds = db.selectFrom('reviews').select('id').where('run_id', 'in', tree);
