@@ -65,7 +65,6 @@ export const DAEMON_REPLIES = {
   'runs/cancel': z.strictObject({ acknowledged: z.literal(true), active: z.boolean() }),
   'runs/child_ended': z.strictObject({ received: z.literal(true) }),
   'tokens/create': z.strictObject({ token: z.string(), expires_at: ms }),
-  'artifacts/upload': z.strictObject({ name: z.string(), size: z.number(), sha256: z.string() }),
 } as const;
 
 export type DaemonRoutePath = keyof typeof DAEMON_REPLIES;
