@@ -125,7 +125,7 @@ fs.writeFileSync(path.join(dir, 'report.txt'), ${JSON.stringify(REPORT)});
     const bad = await fetch(url, { headers: { ...auth, range: `bytes=${REPORT.length}-` } });
     assert.equal(bad.status, 416);
     assert.equal(bad.headers.get('content-range'), `bytes */${REPORT.length}`);
-    assert.equal((await bad.json()).ok, false);
+    assert.equal(((await bad.json()) as { ok: boolean }).ok, false);
 
     const patch = listed.find((x) => x.name === 'change.patch');
     const p = await fetch(`${h.url}/v1/artifacts/${patch.id}`, { headers: auth });
@@ -142,7 +142,7 @@ fs.writeFileSync(path.join(dir, 'report.txt'), ${JSON.stringify(REPORT)});
         headers: { authorization: `Bearer ${w.tokens[who]}` },
       });
       assert.equal(g.status, 404, who);
-      assert.equal((await g.json()).error.code, 'not_found');
+      assert.equal(((await g.json()) as { error: { code: string } }).error.code, 'not_found');
     }
     assert.equal((await fetch(`${h.url}/v1/artifacts/${a.id}`)).status, 401);
     assert.equal((await h.call('artifacts/list', { run_id: 'nope' }, w.tokens.realm_member)).status, 404);
@@ -166,7 +166,7 @@ fs.writeFileSync(path.join(dir, 'report.txt'), ${JSON.stringify(REPORT)});
       },
     );
     assert.equal(lie.status, 400);
-    assert.match((await lie.json()).error, /sha256/);
+    assert.match(((await lie.json()) as { error: string }).error, /sha256/);
     const long = await fetch(
       `${h.url}/v1/artifact-uploads?${q({ sha256: sha('abc'), size: '3', offset: '0' })}`,
       {
