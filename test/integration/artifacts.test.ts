@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RunningDaemon } from '../../src/daemon/main.js';
 import { folderStore } from '../../src/hub/artifacts/store.js';
 import { retentionPass } from '../../src/hub/retention/retention.service.js';
+import { killChildren, runCli } from '../helpers/cli.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { agentDir, ended, registerAgent, registerTeam, waitForRun } from '../helpers/runs.js';
 import { buildWorld, type World } from '../helpers/world.js';
@@ -86,6 +87,7 @@ fs.writeFileSync(path.join(dir, 'report.txt'), ${JSON.stringify(REPORT)});
     home.cleanup();
     agents.cleanup();
     rmSync(store, { recursive: true, force: true });
+    assert.equal(await killChildren(), 0);
   });
 
   it('lists the file written into SVC_ARTIFACTS_DIR and the one sent to the upload route', () => {
@@ -183,6 +185,26 @@ fs.writeFileSync(path.join(dir, 'report.txt'), ${JSON.stringify(REPORT)});
       },
     );
     assert.equal(badName.status, 400);
+  });
+
+  it('svc artifacts list and get (to a file and to stdout); another organization gets not_found', async () => {
+    const svc = (args: string[], token = w.tokens.realm_member) =>
+      runCli(args, { env: { SVC_HUB_URL: h.url, SVC_TOKEN: token! } });
+    const list = await svc(['artifacts', 'list', runId]);
+    assert.equal(list.code, 0, list.stderr);
+    assert.match(list.stdout, /report\.txt/);
+    assert.match(list.stdout, /change\.patch/);
+    const a = listed.find((x) => x.name === 'report.txt');
+    const file = path.join(store, 'downloaded.txt');
+    const got = await svc(['artifacts', 'get', a.id, '-o', file]);
+    assert.equal(got.code, 0, got.stderr);
+    assert.equal(readFileSync(file, 'utf8'), REPORT);
+    rmSync(file);
+    const out = await svc(['artifacts', 'get', a.id]);
+    assert.equal(out.stdout, REPORT);
+    const refused = await svc(['artifacts', 'get', a.id], w.tokens.outsider);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /not_found/);
   });
 
   it('retention removes the artifacts of old runs (rows and unreferenced files) and nothing else', async () => {
