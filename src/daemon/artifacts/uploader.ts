@@ -193,10 +193,7 @@ export class ArtifactUploader {
       if (this.closed || attempt > 5) throw new Error('the upload did not complete');
       const offset = at.offset;
       try {
-        at = await this.opts.hub.artifactUpload(query, {
-          offset,
-          open: () => createReadStream(row.file, { start: offset }),
-        });
+        at = await this.opts.hub.artifactUpload(query, { offset, file: row.file });
       } catch (err) {
         if (!(err instanceof HubRefusedError && err.status === 409)) throw err;
         at = await this.opts.hub.artifactUpload(query);
