@@ -6,6 +6,7 @@ import { runEvents, useLive, useNow } from '../live.js';
 import { formatRoute } from '../router.js';
 import type { Run } from '../types.js';
 import { Clock, ErrorNote, PageTitle, SkeletonBlock, StateBadge } from '../ui.js';
+import { RunArtifacts } from './run/artifacts.js';
 import { ChildRuns } from './run/children.js';
 import { Controls } from './run/controls.js';
 import { Logs } from './run/logs.js';
@@ -141,6 +142,7 @@ function RunBody({ run, live, now, refresh }: { run: Run; live: boolean; now: nu
         />
       </section>
       <ChildRuns run={run} live={live} now={now} />
+      <RunArtifacts run={run} live={live} />
       <Logs run={run} live={live} />
       <section aria-labelledby="history-h">
         <h2 id="history-h">History</h2>
