@@ -4,21 +4,10 @@ import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Artifact } from '../../shared/api/artifacts.js';
+import { formatBytes } from '../../shared/bytes.js';
 import { defineCommand, session } from '../command.js';
 import { CliError } from '../context.js';
 import { col, time } from '../output.js';
-
-/** Sizes as people read them: 1.5 MB. */
-function bytes(n: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let v = n;
-  let u = 0;
-  while (v >= 1000 && u < units.length - 1) {
-    v /= 1000;
-    u++;
-  }
-  return u === 0 ? `${n} B` : `${v.toFixed(1)} ${units[u]}`;
-}
 
 export default defineCommand({
   summary: 'Artifacts of runs: list a run’s, download one',
@@ -36,7 +25,7 @@ export default defineCommand({
             col('ID', 'id'),
             col('PHASE', 'phase'),
             col('NAME', 'name'),
-            col('SIZE', (a) => bytes(a.size)),
+            col('SIZE', (a) => formatBytes(a.size)),
             col('TYPE', 'content_type'),
             col('CREATED', (a) => time(a.created_at)),
           ],

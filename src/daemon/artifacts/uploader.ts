@@ -2,9 +2,9 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { Logger } from '../../shared/logger.js';
-import type { DaemonDB } from '../db/schema.js';
+import type { ArtifactUploadsTable, DaemonDB } from '../db/schema.js';
 import { type HubApi, HubRefusedError } from '../hub-api.js';
 
 /**
@@ -173,14 +173,7 @@ export class ArtifactUploader {
   }
 
   /** Sends one file: asks where the hub stands, then streams the rest until the hub has it whole. */
-  private async send(row: {
-    run_id: string;
-    phase: string;
-    name: string;
-    file: string;
-    size: number;
-    sha256: string;
-  }) {
+  private async send(row: Selectable<ArtifactUploadsTable>) {
     const query = {
       run_id: row.run_id,
       phase: row.phase,
