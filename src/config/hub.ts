@@ -36,6 +36,8 @@ const HubEnv = z.object({
       message: `comma-separated keys; each ${KEY_RULE}`,
     })
     .optional(),
+  SVC_HUB_ARTIFACTS: z.string().min(1).optional(),
+  SVC_ARTIFACTS_MAX_BYTES: z.coerce.number().int().min(1).optional(),
   SVC_PUBLIC_URL: z.string().url().optional(),
   SVC_SMTP_URL: z.string().url().optional(),
   SVC_SMTP_FROM: z.string().min(3).default('svc <svc@localhost>'),
@@ -75,6 +77,10 @@ export interface HubSettings {
   /** SVC_SECRETS_KEY; unset: the key file `SVC_HOME/secrets.key`. */
   secretsKey: string | undefined;
   secretsOldKeys: string[];
+  /** SVC_HUB_ARTIFACTS: the artifact store's folder (default `SVC_HOME/artifacts`). */
+  artifactsDir: string;
+  /** SVC_ARTIFACTS_MAX_BYTES (`artifacts.max_bytes`): the largest artifact accepted. */
+  artifactsMaxBytes: number | undefined;
   publicUrl: string;
   smtp: { url: string; from: string } | null;
   timings: HubTimings;
@@ -120,6 +126,8 @@ export function validateHubConfig(env: Record<string, string | undefined>): {
       adminToken: e.SVC_ADMIN_TOKEN,
       secretsKey: e.SVC_SECRETS_KEY?.trim() || undefined,
       secretsOldKeys: splitKeys(e.SVC_SECRETS_OLD_KEYS ?? ''),
+      artifactsDir: e.SVC_HUB_ARTIFACTS ?? path.join(e.SVC_HOME, 'artifacts'),
+      artifactsMaxBytes: e.SVC_ARTIFACTS_MAX_BYTES,
       publicUrl: e.SVC_PUBLIC_URL ?? `http://${e.SVC_HUB_HOST}:${e.SVC_HUB_PORT}`,
       smtp: e.SVC_SMTP_URL ? { url: e.SVC_SMTP_URL, from: e.SVC_SMTP_FROM } : null,
       timings,

@@ -117,3 +117,5 @@ export function explainBlocker(blocker: string | null): string {
 export function shortId(id: string): string {
   return id.slice(0, 8);
 }
+
+export { formatBytes } from '../shared/bytes.js';

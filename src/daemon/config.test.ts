@@ -15,6 +15,7 @@ describe('daemon config', () => {
       hubUrls: [],
       realmToken: null,
       shutdownGraceMs: 10_000,
+      artifactsMaxBytes: 1024 ** 3,
     });
     assert.equal(hubConfigured(config!), false);
   });

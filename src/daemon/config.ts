@@ -12,6 +12,9 @@ const HubUrl = z
   .min(1)
   .refine((u) => /^https?:\/\/[^\s/]+/.test(u), 'must be an http:// or https:// URL');
 
+/** `artifacts.max_bytes`: the largest artifact an agent may save (1 GiB). */
+export const DEFAULT_ARTIFACTS_MAX_BYTES = 1024 ** 3;
+
 const DaemonEnv = z.object({
   SVC_HOME: z.string().min(1).default('./.svc'),
   SVC_DAEMON_HOME: z.string().min(1).optional(),
@@ -23,6 +26,7 @@ const DaemonEnv = z.object({
     .trim()
     .regex(/^svc_dt_/, 'must be a realm token (svc_dt_…)')
     .optional(),
+  SVC_ARTIFACTS_MAX_BYTES: z.coerce.number().int().min(1).default(DEFAULT_ARTIFACTS_MAX_BYTES),
   SVC_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(DEFAULT_SHUTDOWN_GRACE_MS),
 });
 
@@ -36,6 +40,8 @@ export interface DaemonConfig {
   realmToken: string | null;
   /** After SIGTERM, in-flight requests may finish this long; then open connections are cut. */
   shutdownGraceMs: number;
+  /** SVC_ARTIFACTS_MAX_BYTES (`artifacts.max_bytes`): the largest artifact an agent may save. */
+  artifactsMaxBytes: number;
 }
 
 export function validateDaemonConfig(env: Record<string, string | undefined>): {
@@ -67,6 +73,7 @@ export function validateDaemonConfig(env: Record<string, string | undefined>): {
       hubUrls,
       realmToken: e.SVC_REALM_TOKEN ?? null,
       shutdownGraceMs: e.SVC_SHUTDOWN_GRACE_MS,
+      artifactsMaxBytes: e.SVC_ARTIFACTS_MAX_BYTES,
     },
   };
 }

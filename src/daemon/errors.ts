@@ -16,7 +16,8 @@ export type DaemonErrorCode =
   | 'CLAIM_FAILED'
   | 'DAEMON_ID_UNKNOWN'
   | 'HUB_CREDENTIALS_MISSING'
-  | 'WORKSPACE_INVALID';
+  | 'WORKSPACE_INVALID'
+  | 'PAYLOAD_TOO_LARGE';
 
 export const DAEMON_STATUS: Record<DaemonErrorCode, number> = {
   PAYLOAD_INVALID: 400,
@@ -32,6 +33,7 @@ export const DAEMON_STATUS: Record<DaemonErrorCode, number> = {
   DAEMON_ID_UNKNOWN: 503,
   HUB_CREDENTIALS_MISSING: 503,
   WORKSPACE_INVALID: 400,
+  PAYLOAD_TOO_LARGE: 413,
 };
 
 /** One PAYLOAD_INVALID issue: `path` is dotted (`message.type`), `(body)` for the body itself. */

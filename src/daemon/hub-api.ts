@@ -1,3 +1,7 @@
+import { open } from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
+import type { ArtifactUpload } from '../shared/api/artifacts.js';
 /**
  * The daemon's HTTP calls to the hub (`POST {hub}/v1/<op>`). Tries the hub the tunnel is connected
  * to first, then the other configured hubs, moving on only when a hub cannot be reached.
@@ -44,6 +48,22 @@ export interface HubApi {
   call<T = unknown>(op: string, body: unknown): Promise<T>;
   /** `workspaces/remove {daemon_id, path}` with the realm token: whether the hub had it. */
   removeWorkspace(daemonId: string, path: string): Promise<{ removed: boolean }>;
+  /**
+   * An artifact upload with the realm token (src/daemon/artifacts/uploader.ts): without `send`, how
+   * many bytes the hub has; with it, sends the bytes of `file` from `offset` on.
+   */
+  artifactUpload(
+    query: ArtifactUploadQuery,
+    send?: { offset: number; file: string },
+  ): Promise<ArtifactUpload>;
+}
+
+export interface ArtifactUploadQuery {
+  run_id: string;
+  phase: string;
+  name: string;
+  sha256: string;
+  size: number;
 }
 
 const CLAIM_ATTEMPTS = 3;
@@ -54,11 +74,85 @@ interface HubReply {
   body: any;
 }
 
+const PUT_CHUNK = 256 * 1024;
+
+/**
+ * `PUT <url>` with the bytes of `file` from `start` on, read into two buffers used in turn: a buffer
+ * is filled again only once the socket has taken what it held, so a file of any size costs the
+ * daemon two buffers of memory and no garbage (a stream per chunk would let tens of MB pile up
+ * before the collector runs).
+ */
+async function putFile(url: string, token: string, file: string, start: number): Promise<HubReply> {
+  const fh = await open(file, 'r');
+  try {
+    const size = (await fh.stat()).size;
+    const u = new URL(url);
+    return await new Promise<HubReply>((resolve, reject) => {
+      const req = (u.protocol === 'https:' ? https : http).request(
+        u,
+        {
+          method: 'PUT',
+          headers: {
+            authorization: `Bearer ${token}`,
+            'content-type': 'application/octet-stream',
+            'content-length': String(Math.max(0, size - start)),
+          },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (text += d));
+          res.on('error', reject);
+          res.on('end', () => {
+            let body: unknown = null;
+            try {
+              body = JSON.parse(text);
+            } catch {}
+            resolve({ status: res.statusCode ?? 0, body });
+            if (!req.writableFinished) req.destroy();
+          });
+        },
+      );
+      req.on('error', reject);
+      const pool = [Buffer.allocUnsafe(PUT_CHUNK), Buffer.allocUnsafe(PUT_CHUNK)];
+      const taken: Promise<void>[] = [Promise.resolve(), Promise.resolve()];
+      const send = async () => {
+        let pos = start;
+        for (let i = 0; pos < size && !req.destroyed; i = (i + 1) % pool.length) {
+          await taken[i];
+          const buf = pool[i]!;
+          const { bytesRead } = await fh.read(buf, 0, buf.length, pos);
+          if (bytesRead === 0) break;
+          pos += bytesRead;
+          taken[i] = new Promise<void>((done, fail) =>
+            req.write(buf.subarray(0, bytesRead), (err) => (err ? fail(err) : done())),
+          );
+          taken[i]!.catch(() => {});
+        }
+        await Promise.all(taken);
+        req.end();
+      };
+      send().catch((err) => req.destroy(err as Error));
+    });
+  } finally {
+    await fh.close();
+  }
+}
+
 export function createHubApi(opts: HubApiOptions): HubApi {
   const doFetch = opts.fetch ?? fetch;
   const timeoutMs = opts.timeoutMs ?? 30_000;
 
-  async function post(op: string, body: unknown, token: string): Promise<HubReply> {
+  const post = (op: string, body: unknown, token: string) =>
+    send('POST', op, token, { body: JSON.stringify(body), timeoutMs });
+
+  /** One request to the first hub that answers; `open` gives a fresh body stream for each attempt. */
+  async function send(
+    method: string,
+    op: string,
+    token: string,
+    req: { body?: string; timeoutMs?: number },
+  ): Promise<HubReply> {
     const urls = opts.urls();
     if (urls.length === 0) throw new HubUnreachableError('no hub URL configured');
     let last: unknown;
@@ -66,10 +160,10 @@ export function createHubApi(opts: HubApiOptions): HubApi {
       let res: Response;
       try {
         res = await doFetch(`${base}/v1/${op}`, {
-          method: 'POST',
+          method,
           headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-          body: JSON.stringify(body),
-          signal: AbortSignal.timeout(timeoutMs),
+          ...(req.body !== undefined ? { body: req.body } : {}),
+          ...(req.timeoutMs ? { signal: AbortSignal.timeout(req.timeoutMs) } : {}),
         });
       } catch (err) {
         last = err;
@@ -87,6 +181,25 @@ export function createHubApi(opts: HubApiOptions): HubApi {
       .filter(Boolean)
       .join(': ');
     throw new HubUnreachableError(`hub unreachable: ${why || 'unknown error'}`);
+  }
+
+  /** A file upload to the first hub that answers. */
+  async function putToHub(
+    op: string,
+    token: string,
+    body: { file: string; offset: number },
+  ): Promise<HubReply> {
+    let last: unknown;
+    for (const base of opts.urls()) {
+      try {
+        return await putFile(`${base}/v1/${op}`, token, body.file, body.offset);
+      } catch (err) {
+        last = err;
+      }
+    }
+    throw new HubUnreachableError(
+      `hub unreachable: ${(last as Error | undefined)?.message ?? 'no hub URL configured'}`,
+    );
   }
 
   const refused = (r: HubReply) => {
@@ -134,6 +247,22 @@ export function createHubApi(opts: HubApiOptions): HubApi {
       const r = await post('workspaces/remove', { daemon_id: daemonId, path }, opts.realmToken);
       if (r.body?.ok !== true) throw refused(r);
       return { removed: r.body.removed === true };
+    },
+    async artifactUpload(query, body) {
+      if (!opts.realmToken) throw new HubRefusedError(0, null, 'no realm token');
+      const q = new URLSearchParams({
+        run_id: query.run_id,
+        phase: query.phase,
+        name: query.name,
+        sha256: query.sha256,
+        size: String(query.size),
+        ...(body ? { offset: String(body.offset) } : {}),
+      });
+      const r = body
+        ? await putToHub(`artifact-uploads?${q}`, opts.realmToken, body)
+        : await send('GET', `artifact-uploads?${q}`, opts.realmToken, { timeoutMs });
+      if (r.body?.ok !== true) throw refused(r);
+      return r.body.data as ArtifactUpload;
     },
     async whoami(userToken) {
       const r = await post('auth/whoami', {}, userToken);

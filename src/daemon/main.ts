@@ -5,7 +5,7 @@ import { createLogger, type Logger } from '../shared/logger.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS, stopWithin } from '../shared/shutdown.js';
 import type { BackoffOptions } from './backoff.js';
 import type { Caller } from './caller.js';
-import { type DaemonConfig, hubConfigured } from './config.js';
+import { type DaemonConfig, DEFAULT_ARTIFACTS_MAX_BYTES, hubConfigured } from './config.js';
 import { createCredentialChecker } from './credentials.js';
 import { openDaemonDatabase } from './db/open.js';
 import type { DaemonDB } from './db/schema.js';
@@ -77,6 +77,7 @@ export const DEFAULT_DAEMON_CONFIG: Omit<DaemonConfig, 'home'> = {
   hubUrls: [],
   realmToken: null,
   shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS,
+  artifactsMaxBytes: DEFAULT_ARTIFACTS_MAX_BYTES,
 };
 
 /** Composes config → database → router → HTTP server → hub link. Only the CLI exits the process. */
@@ -113,7 +114,11 @@ export async function startDaemon(opts: StartDaemonOptions): Promise<RunningDaem
       log,
       ...(opts.whoamiTtlMs !== undefined ? { whoamiTtlMs: opts.whoamiTtlMs } : {}),
     });
-    app = createDaemonApp({ ctx, router, checkCredential, connected, log });
+    const artifacts = {
+      maxBytes: config.artifactsMaxBytes,
+      folderOf: (runId: string) => runner.artifactsDirOf(runId),
+    };
+    app = createDaemonApp({ ctx, router, checkCredential, connected, log, artifacts });
     await app.listen({ host: config.host, port: config.port });
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : config.port;
@@ -136,8 +141,11 @@ export async function startDaemon(opts: StartDaemonOptions): Promise<RunningDaem
         ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}),
       });
       // Runs interrupted by a stop of this daemon are reported failed once the hub is reachable.
-      const recover = () =>
+      // Artifacts a previous process left in the spool go to the hub.
+      const recover = () => {
+        runner.artifacts.start();
         void runner.recover().catch((err) => log.warn({ err }, 'could not report interrupted runs'));
+      };
       link.on('connected', recover);
       link.start();
     }

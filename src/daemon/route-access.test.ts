@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { RealmRole } from '../shared/permissions.js';
+import { UPLOAD_PATH } from './artifacts/upload.route.js';
 import type { Caller } from './caller.js';
 import { ROUTE_ACCESS, routeRefusal } from './route-access.js';
 import { daemonRoutes } from './routes.js';
@@ -57,11 +58,15 @@ const EXPECTED: Record<string, string[]> = {
   'hug/request': ['local'],
   'hug/poll_verdict': ['local'],
   'tokens/create': ['local'],
+  'artifacts/upload': ['local'],
 };
 
 describe('daemon route access table', () => {
   it('has exactly one row for every route the daemon serves', () => {
-    assert.deepEqual(Object.keys(ROUTE_ACCESS).sort(), daemonRoutes.map((r) => r.path).sort());
+    assert.deepEqual(
+      Object.keys(ROUTE_ACCESS).sort(),
+      [...daemonRoutes.map((r) => r.path), UPLOAD_PATH].sort(),
+    );
     assert.deepEqual(Object.keys(EXPECTED).sort(), Object.keys(ROUTE_ACCESS).sort());
   });
 

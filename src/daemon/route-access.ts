@@ -38,6 +38,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, RouteRule>> = {
   'hug/request': local,
   'hug/poll_verdict': local,
   'tokens/create': local,
+  // Raw bytes of an agent's artifact (src/daemon/artifacts/upload.route.ts), served beside the router.
+  'artifacts/upload': local,
 };
 
 /** Null when `caller` may call the route; otherwise the FORBIDDEN error that says why. */

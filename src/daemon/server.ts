@@ -11,6 +11,7 @@ import { sql } from 'kysely';
 import { drainRequestBody } from '../shared/drain.js';
 import { jsonTextTooDeep, tooDeepMessage } from '../shared/json-depth.js';
 import type { Logger } from '../shared/logger.js';
+import { receiveArtifact, UPLOAD_PATH, type UploadDeps } from './artifacts/upload.route.js';
 import type { Caller } from './caller.js';
 import type { CredentialChecker } from './credentials.js';
 import { DaemonError } from './errors.js';
@@ -24,6 +25,8 @@ export interface DaemonAppDeps {
   ctx: DaemonContext;
   router: Router;
   checkCredential: CredentialChecker;
+  /** The artifact upload route's limit and the folders of the phases running now. */
+  artifacts: UploadDeps;
   /** Whether the daemon is in connected mode (has a dispatch key from its hub). */
   connected(): boolean;
   log: Logger;
@@ -115,6 +118,18 @@ export function createDaemonApp(deps: DaemonAppDeps): FastifyInstance {
   });
   const openapi = daemonOpenApi(router.routes);
   app.get('/openapi.json', async () => openapi);
+
+  // Artifact bytes: a raw body streamed to disk (no body limit here: the route enforces its own).
+  void app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
+    scope.post(`/v1/${UPLOAD_PATH}`, async (req, reply) => {
+      const caller = callers.get(req);
+      if (!caller) throw new Error('request reached a route without passing the access guard');
+      const data = await receiveArtifact(deps.artifacts, caller, req.query, req.raw);
+      return reply.status(200).send({ ok: true, data });
+    });
+  });
 
   for (const r of router.routes) {
     app.post(`/v1/${r.path}`, async (req, reply) => {

@@ -15,6 +15,7 @@ import type {
   TokensTable,
   UsersTable,
 } from './schema/access.js';
+import type { ArtifactsTable } from './schema/artifacts.js';
 import type { AgentsTable, TeamInstallsTable, TeamVersionsTable, WorkspacesTable } from './schema/catalog.js';
 import type {
   CommandOutboxTable,
@@ -51,6 +52,7 @@ import type {
 import type { SecretsTable } from './schema/secrets.js';
 
 export type * from './schema/access.js';
+export type * from './schema/artifacts.js';
 export type * from './schema/catalog.js';
 export type * from './schema/daemons.js';
 export type * from './schema/notifications.js';
@@ -93,6 +95,7 @@ export interface DB {
   notification_deliveries: NotificationDeliveriesTable;
   notification_attempts: NotificationAttemptsTable;
   secrets: SecretsTable;
+  artifacts: ArtifactsTable;
   run_idempotency_keys: RunIdempotencyKeysTable;
   schedules: SchedulesTable;
   schedule_slots: ScheduleSlotsTable;

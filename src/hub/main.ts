@@ -39,6 +39,8 @@ export async function launchHub(settings: HubSettings, opts: LaunchOptions): Pro
       home: path.resolve(cwd, settings.home),
       ...(settings.secretsKey ? { secretsKey: settings.secretsKey } : {}),
       secretsOldKeys: settings.secretsOldKeys,
+      artifactsDir: settings.artifactsDir,
+      ...(settings.artifactsMaxBytes ? { artifactsMaxBytes: settings.artifactsMaxBytes } : {}),
       smtp: settings.smtp,
       config: { publicUrl: settings.publicUrl, ...settings.timings },
       log: opts.log,

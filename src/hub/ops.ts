@@ -1,3 +1,4 @@
+import { artifactOps } from './artifacts/artifacts.routes.js';
 import { authOps } from './auth/auth.routes.js';
 import { agentOps } from './catalog/agents.routes.js';
 import { installOps } from './catalog/installs.routes.js';
@@ -32,6 +33,7 @@ export const hubOps: Op[] = [
   ...agentOps,
   ...teamOps,
   ...runOps,
+  ...artifactOps,
   ...reviewOps,
   ...installOps,
   ...workspaceOps,

@@ -14,6 +14,9 @@ import { stopWithin } from '../shared/shutdown.js';
 import { ADMIN_TOKEN_RULE, hashSecret, parseAdminToken } from '../shared/tokens.js';
 import { createAccessCache } from './access/access-cache.js';
 import { createHubApp } from './app.js';
+import { registerArtifactRoutes } from './artifacts/artifacts.http.js';
+import { artifactsOf } from './artifacts/artifacts.service.js';
+import { folderStore } from './artifacts/store.js';
 import { createPasswordGate } from './auth/password-gate.js';
 import { bootstrapAdmin } from './auth/users.js';
 import { createLocalBus, createPgBus } from './cluster/bus.js';
@@ -57,6 +60,10 @@ export interface StartHubOptions {
   secretsKey?: string;
   /** SVC_SECRETS_OLD_KEYS: earlier keys, accepted for reading while values are sealed again. */
   secretsOldKeys?: string[];
+  /** SVC_HUB_ARTIFACTS: the artifact store's folder (default `<home>/artifacts`). */
+  artifactsDir?: string;
+  /** SVC_ARTIFACTS_MAX_BYTES: the largest artifact a daemon may upload (default 1 GiB). */
+  artifactsMaxBytes?: number;
   log?: Logger;
   now?: Clock;
   newId?: IdGen;
@@ -159,6 +166,11 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     registerRunStreams(app, hub);
     // Incoming webhooks of triggers (src/hub/triggers/): POST /v1/hooks/<id>, raw body, signed.
     registerHooks(app, hub);
+    // Artifacts of runs (src/hub/artifacts/): daemon uploads, downloads; the store is a folder.
+    const artifactsDir =
+      opts.artifactsDir ?? path.join(opts.home ?? defaultHome(opts.databaseUrl), 'artifacts');
+    const artifacts = artifactsOf(artifactsDir, folderStore(artifactsDir), opts.artifactsMaxBytes);
+    registerArtifactRoutes(app, hub, artifacts);
     // The daemon tunnel; Fastify's close runs the tunnel's close first (preClose hook).
     hub.tunnel.attach(app);
     try {
@@ -174,7 +186,7 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     // Reviews (src/hub/reviews/): open reviews past their deadline expire, as often as the sweeper runs.
     const stopReviews = startReviewExpiry(hub, hub.config.runSweepMs);
     // Retention (src/hub/retention/): old runs, logs, acknowledged commands and deliveries go.
-    const retention = startRetention(hub, hub.config.retentionMs, hub.config.retentionBatch);
+    const retention = startRetention(hub, hub.config.retentionMs, hub.config.retentionBatch, artifacts.store);
     metrics.push(() => retentionMetrics(retention.removed()));
     metrics.push(() => hub.runMetrics.lines());
     // Schedules (src/hub/schedules/): fires each scheduled time once, sleeping until the next one.

@@ -27,6 +27,7 @@ export function fakeHubApi(
     claim: unused,
     whoami: unused,
     removeWorkspace: unused,
+    artifactUpload: unused,
   };
 }
 

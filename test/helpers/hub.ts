@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { type RunningHub, type StartHubOptions, startHub } from '../../src/hub/server.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { mintToken } from '../../src/shared/tokens.js';
@@ -54,12 +57,15 @@ export async function startTestHub(opts: Partial<StartHubOptions> = {}): Promise
   const adminToken = opts.adminToken ?? mintToken('user');
   // One key for every process of this test hub (restart, startAnother), as a deployment would have.
   const secretsKey = opts.secretsKey ?? randomBytes(32).toString('base64');
+  // The artifact store of every process of this test hub: one folder, as a shared volume would be.
+  const artifactsDir = opts.artifactsDir ?? mkdtempSync(path.join(tmpdir(), 'svc-artifacts-'));
   const startOn = (more: Partial<StartHubOptions>) =>
     startHub({
       databaseUrl: db.url,
       ...(db.schema ? { schema: db.schema } : {}),
       adminToken,
       secretsKey,
+      artifactsDir,
       log: createLogger('hub', process.env.SVC_TEST_LOG ?? 'silent'),
       ...more,
     });
@@ -87,6 +93,7 @@ export async function startTestHub(opts: Partial<StartHubOptions> = {}): Promise
     async close() {
       await h.running.close();
       await db.cleanup();
+      if (!opts.artifactsDir) rmSync(artifactsDir, { recursive: true, force: true });
     },
   };
   return h;

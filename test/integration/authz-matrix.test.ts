@@ -35,6 +35,7 @@ const FOUNDATION_AREAS = [
   'secrets/',
   'schedules/',
   'triggers/',
+  'artifacts/',
 ];
 
 const USERS: Actor[] = [
@@ -576,6 +577,12 @@ describe('authorization matrix', () => {
       op: 'triggers/new',
       allowed: REALM_OPERATORS,
       body: () => ({ realm_id: w.realmId, name: `n-${uniq()}`, team: 'matrix-team' }),
+    },
+    // Whoever may view the run (runs/get_by_id): realm members and the realm's daemons.
+    {
+      op: 'artifacts/list',
+      allowed: [...REALM_MEMBERS, 'realm_token'],
+      body: async () => ({ run_id: (await freshRunningRun()).run_id }),
     },
     { op: 'triggers/list', allowed: REALM_MEMBERS, body: () => ({ realm_id: w.realmId }) },
     { op: 'triggers/get', allowed: REALM_MEMBERS, body: async () => ({ id: await freshTrigger() }) },

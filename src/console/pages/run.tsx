@@ -8,6 +8,7 @@ import { formatRoute } from '../router.js';
 import { formFromRun } from '../start-run-form.js';
 import type { Run } from '../types.js';
 import { ErrorNote, PageTitle, SkeletonBlock, StateBadge, When } from '../ui.js';
+import { RunArtifacts } from './run/artifacts.js';
 import { ChildRuns } from './run/children.js';
 import { Controls } from './run/controls.js';
 import { Logs } from './run/logs.js';
@@ -201,6 +202,7 @@ function RunBody({
         />
       </section>
       <ChildRuns run={run} live={live} now={now} />
+      <RunArtifacts run={run} live={live} />
       <Logs run={run} live={live} phase={phase} />
       <section aria-labelledby="history-h">
         <h2 id="history-h">History</h2>

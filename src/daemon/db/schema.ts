@@ -81,7 +81,20 @@ export interface ActiveRunsTable {
   review_state: string | null;
 }
 
+/** An artifact file waiting to go to the hub; `file` is its copy in `<home>/artifacts/spool/`. */
+export interface ArtifactUploadsTable {
+  id: Generated<number>;
+  run_id: string;
+  phase: string;
+  name: string;
+  file: string;
+  size: number;
+  sha256: string;
+  created_at: number;
+}
+
 export interface DaemonDB {
+  artifact_uploads: ArtifactUploadsTable;
   active_runs: ActiveRunsTable;
   state: StateTable;
   tx_replies: TxRepliesTable;

@@ -36,19 +36,25 @@ export async function runAgentPhase(
       error: `missing secret${missing.length > 1 ? 's' : ''} ${missing.join(', ')}: set ${missing.length > 1 ? 'them' : 'it'} in the realm or its organization (secrets/set)`,
     };
   }
+  // A fresh private folder for the phase's artifacts; what is in it when the agent ends goes to the hub.
+  const artifactsDir = await ctx.artifacts.phaseFolder(body.run_id, phase.name);
+  run.artifactsDir = artifactsDir;
   const agent = startAgent({
     manifest,
     cwd: runDirectory(ctx.home, body),
     outputFile: outputFile(ctx.home, body.run_id, phase.name, run.epoch),
     secrets,
-    env: phaseEnvironment({
-      daemonUrl: ctx.daemonUrl(),
-      runId: body.run_id,
-      phase,
-      inputs: body.inputs,
-      outputs,
-      review,
-    }),
+    env: {
+      ...phaseEnvironment({
+        daemonUrl: ctx.daemonUrl(),
+        runId: body.run_id,
+        phase,
+        inputs: body.inputs,
+        outputs,
+        review,
+      }),
+      SVC_ARTIFACTS_DIR: artifactsDir,
+    },
     onLine: (line) => run.logs.push({ ...line, phase: phase.name }),
     ...(ctx.spawn ? { spawn: ctx.spawn } : {}),
   });
@@ -59,12 +65,30 @@ export async function runAgentPhase(
       phase: phase.name,
       ...(agent.pid ? { pid: agent.pid } : {}),
     });
-    return await agent.result;
+    const result = await agent.result;
+    run.artifactsDir = null;
+    await saveArtifacts(ctx, run, phase.name, artifactsDir);
+    return result;
   } catch (err) {
     agent.stop(0);
     await agent.result;
     throw err;
   } finally {
     run.agents.delete(agent);
+    run.artifactsDir = null;
+  }
+}
+
+/**
+ * The phase's artifacts go to the hub before the run moves on, so a run that ended lists them all;
+ * a hub that cannot be reached keeps them in the spool (sent later) and does not fail the phase.
+ */
+async function saveArtifacts(ctx: RunnerContext, run: ActiveRun, phase: string, dir: string): Promise<void> {
+  try {
+    const n = await ctx.artifacts.collect(run.id, phase, dir);
+    if (n > 0) await ctx.artifacts.flush(run.id, () => run.stopped || ctx.closing());
+  } catch (err) {
+    ctx.log.warn({ err, run_id: run.id, phase }, 'could not save the artifacts of a phase');
+    run.systemLine(phase, `could not save the phase's artifacts: ${(err as Error).message}`);
   }
 }

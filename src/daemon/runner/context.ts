@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from '../../shared/logger.js';
+import type { ArtifactUploader } from '../artifacts/uploader.js';
 import type { DaemonDB } from '../db/schema.js';
 import type { HugInbox } from '../hug/inbox.js';
 import type { SpawnFn } from './agent.js';
@@ -19,6 +20,8 @@ export interface RunnerContext {
   /** `hug/deliver` notifies it; a run waiting for a verdict listens. */
   inbox: HugInbox;
   children: ChildRuns;
+  /** Sends the artifacts of ended phases to the hub. */
+  artifacts: ArtifactUploader;
   /** Whether the daemon is stopping. */
   closing(): boolean;
   /** The daemon's local URL, given to agents as SVC_DAEMON_URL. */

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from '../../shared/logger.js';
 import type { CancelRunBody, ChildEndedBody, ExecuteRunBody } from '../../shared/protocol.js';
+import { ArtifactUploader } from '../artifacts/uploader.js';
 import type { DaemonDB } from '../db/schema.js';
 import type { HubApi } from '../hub-api.js';
 import { HugInbox } from '../hug/inbox.js';
@@ -43,6 +44,8 @@ export class Runner {
   daemonUrl = '';
   /** `hug/deliver` notifies it; a run waiting for a verdict on a `review: true` phase listens. */
   readonly hugInbox = new HugInbox();
+  /** Artifacts of ended phases on their way to the hub. */
+  readonly artifacts: ArtifactUploader;
   private readonly runs = new Map<string, ActiveRun>();
   private readonly ctx: RunnerContext;
   private closing = false;
@@ -51,6 +54,13 @@ export class Runner {
   constructor(private readonly opts: RunnerOptions) {
     const closing = () => this.closing;
     const caller = new RunHubCaller({ hub: opts.hub, closing });
+    this.artifacts = new ArtifactUploader({
+      db: opts.db,
+      hub: opts.hub,
+      log: opts.log,
+      now: opts.now,
+      home: opts.home,
+    });
     this.ctx = {
       db: opts.db,
       caller,
@@ -60,6 +70,7 @@ export class Runner {
       ...(opts.spawn ? { spawn: opts.spawn } : {}),
       killGraceMs: opts.killGraceMs ?? 5_000,
       inbox: this.hugInbox,
+      artifacts: this.artifacts,
       children: new ChildRuns({ caller, maxParallel: opts.maxParallelChildren ?? 8 }),
       closing,
       daemonUrl: () => this.daemonUrl,
@@ -69,6 +80,11 @@ export class Runner {
   /** Ids of the runs executing now. */
   active(): string[] {
     return [...this.runs.keys()];
+  }
+
+  /** The artifact folder of the agent phase of `runId` running now, or null. */
+  artifactsDirOf(runId: string): string | null {
+    return this.runs.get(runId)?.artifactsDir ?? null;
   }
 
   /** The lease epoch of a run executing here, or null. */
@@ -143,6 +159,7 @@ export class Runner {
     const runs = [...this.runs.values()];
     for (const r of runs) r.halt();
     await Promise.all(runs.map((r) => r.done.catch(() => {})));
+    await this.artifacts.close();
   }
 
   /** Starts driving a run here: lease renewal, log uploads, and its phases (or its review wait). */

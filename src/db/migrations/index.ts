@@ -12,6 +12,7 @@ import * as m0010 from './0010_workspace_status.js';
 import * as m0011 from './0011_schedules_triggers.js';
 import * as m0012 from './0012_secrets_retention.js';
 import * as m0013 from './0013_run_numbers.js';
+import * as m0014 from './0014_artifacts.js';
 import * as m0015 from './0015_concurrency.js';
 import * as m0016 from './0016_review_context.js';
 
@@ -30,6 +31,7 @@ export const migrations: Record<string, Migration> = {
   '0011_schedules_triggers': m0011,
   '0012_secrets_retention': m0012,
   '0013_run_numbers': m0013,
+  '0014_artifacts': m0014,
   '0015_concurrency': m0015,
   '0016_review_context': m0016,
 };

@@ -1,3 +1,4 @@
+import type { ArtifactStore } from '../artifacts/store.js';
 import type { Hub } from '../context.js';
 import { emptyRemoved, type Removed, retentionPass } from './retention.service.js';
 
@@ -12,13 +13,18 @@ export interface RetentionLoop {
  * The retention job of one hub process: a pass every `everyMs` (the first one after `everyMs`), one
  * at a time. Every hub process runs it; the passes share the work (see retention.repo.ts).
  */
-export function startRetention(hub: Hub, everyMs: number, batch: number): RetentionLoop {
+export function startRetention(
+  hub: Hub,
+  everyMs: number,
+  batch: number,
+  store?: ArtifactStore,
+): RetentionLoop {
   const total = emptyRemoved();
   let stopped = false;
   let running: Promise<unknown> | null = null;
   const timer = setInterval(() => {
     if (running || stopped) return;
-    running = retentionPass(hub, { batch, stopped: () => stopped }, total)
+    running = retentionPass(hub, { batch, stopped: () => stopped, ...(store ? { store } : {}) }, total)
       .catch((err) => hub.log.error({ err }, 'retention pass failed'))
       .finally(() => {
         running = null;
@@ -37,7 +43,7 @@ export function startRetention(hub: Hub, everyMs: number, batch: number): Retent
 
 /** The counters in Prometheus text format. */
 export function retentionMetrics(removed: Removed): string[] {
-  const { log_bytes, ...rows } = removed;
+  const { log_bytes, artifact_bytes, ...rows } = removed;
   return [
     '# HELP svc_hub_retention_rows_removed_total Rows removed by retention in this hub process, by table.',
     '# TYPE svc_hub_retention_rows_removed_total counter',
@@ -47,5 +53,8 @@ export function retentionMetrics(removed: Removed): string[] {
     '# HELP svc_hub_retention_log_bytes_removed_total Text bytes of the log lines removed by retention.',
     '# TYPE svc_hub_retention_log_bytes_removed_total counter',
     `svc_hub_retention_log_bytes_removed_total ${log_bytes}`,
+    '# HELP svc_hub_retention_artifact_bytes_removed_total Bytes of artifact files removed by retention.',
+    '# TYPE svc_hub_retention_artifact_bytes_removed_total counter',
+    `svc_hub_retention_artifact_bytes_removed_total ${artifact_bytes}`,
   ];
 }

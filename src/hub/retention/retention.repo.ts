@@ -30,6 +30,9 @@ function endedBefore(db: Kysely<DB>, cutoff: number, limit: number) {
 /** What one batch of old runs took with it. */
 export interface RunsRemoved {
   runs: number;
+  /** The artifact rows that went with the runs, and their digests (the store's files may go too). */
+  artifacts: number;
+  digests: string[];
   run_history: number;
   run_logs: number;
   log_bytes: number;
@@ -52,7 +55,15 @@ export async function removeOldRuns(
     endedBefore(db, cutoff, limit).where('parent_run_id', 'is', null),
     dialect,
   ).execute();
-  const none: RunsRemoved = { runs: 0, run_history: 0, run_logs: 0, log_bytes: 0, reviews: 0 };
+  const none: RunsRemoved = {
+    runs: 0,
+    artifacts: 0,
+    digests: [],
+    run_history: 0,
+    run_logs: 0,
+    log_bytes: 0,
+    reviews: 0,
+  };
   if (roots.length === 0) return none;
   const ids = roots.map((r) => r.run_id);
   const tree = db
@@ -60,6 +71,12 @@ export async function removeOldRuns(
     .select('run_id')
     .where((eb) => eb.or([eb('run_id', 'in', ids), eb('root_run_id', 'in', ids)]));
   const logs = await removeLogsOf(db, tree);
+  const artifactRows = await db
+    .selectFrom('artifacts')
+    .select('sha256')
+    .where('run_id', 'in', tree)
+    .execute();
+  const artifacts = await db.deleteFrom('artifacts').where('run_id', 'in', tree).executeTakeFirst();
   const history = await db.deleteFrom('run_history').where('run_id', 'in', tree).executeTakeFirst();
   const reviewIds = db.selectFrom('reviews').select('id').where('run_id', 'in', tree);
   await db.deleteFrom('review_submissions').where('review_id', 'in', reviewIds).execute();
@@ -79,6 +96,8 @@ export async function removeOldRuns(
     .executeTakeFirst();
   return {
     runs: Number(runs.numDeletedRows),
+    artifacts: Number(artifacts.numDeletedRows),
+    digests: artifactRows.map((r) => r.sha256),
     run_history: Number(history.numDeletedRows),
     run_logs: logs.rows,
     log_bytes: logs.bytes,
@@ -206,4 +225,43 @@ export async function removeFinishedDeliveries(
     .where('state', '!=', 'pending')
     .executeTakeFirst();
   return Number(res.numDeletedRows);
+}
+
+/**
+ * Up to `limit` artifacts of terminal runs saved before `cutoff`; answers the rows removed and
+ * their digests (the caller removes the files no row refers to any more, after commit).
+ */
+export async function removeOldArtifacts(
+  db: Kysely<DB>,
+  dialect: Dialect,
+  cutoff: number,
+  limit: number,
+): Promise<{ rows: number; digests: string[] }> {
+  const batch = await skipLocked(
+    db
+      .selectFrom('artifacts as a')
+      .select(['a.id', 'a.sha256'])
+      .where('a.created_at', '<', cutoff)
+      .where(({ exists, selectFrom }) =>
+        exists(
+          selectFrom('runs as r')
+            .select('r.run_id')
+            .whereRef('r.run_id', '=', 'a.run_id')
+            .where('r.state', 'in', TERMINAL),
+        ),
+      )
+      .orderBy('a.created_at')
+      .limit(limit),
+    dialect,
+  ).execute();
+  if (batch.length === 0) return { rows: 0, digests: [] };
+  const res = await db
+    .deleteFrom('artifacts')
+    .where(
+      'id',
+      'in',
+      batch.map((r) => r.id),
+    )
+    .executeTakeFirst();
+  return { rows: Number(res.numDeletedRows), digests: batch.map((r) => r.sha256) };
 }

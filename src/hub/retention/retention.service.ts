@@ -1,16 +1,20 @@
+import { unreferenced } from '../artifacts/artifacts.repo.js';
+import type { ArtifactStore } from '../artifacts/store.js';
 import type { Hub } from '../context.js';
 import { getSetting } from '../settings/settings.repo.js';
 import {
   removeAckedCommands,
   removeFinishedDeliveries,
+  removeOldArtifacts,
   removeOldLogs,
   removeOldRuns,
 } from './retention.repo.js';
 
 /**
  * Retention (CONTRACT.md §13): the deployment settings `retention.runs_days` and
- * `retention.logs_days` (unset: kept forever) remove terminal runs, and the logs of kept runs,
- * that ended longer ago than that; acknowledged daemon commands and finished notification
+ * `retention.logs_days` (unset: kept forever) remove terminal runs (with their artifacts), and the
+ * logs of kept runs, that ended longer ago than that; `retention.artifacts_days` removes the
+ * artifacts of terminal runs saved longer ago (a store file goes with the last row naming it); acknowledged daemon commands and finished notification
  * deliveries go after 7 days. Work goes in batches, each its own short transaction, so no lock is
  * held for long and other writers interleave.
  */
@@ -30,7 +34,10 @@ export interface Removed {
   reviews: number;
   command_outbox: number;
   notification_deliveries: number;
+  artifacts: number;
   log_bytes: number;
+  /** Bytes of the artifact files this process removed from the store. */
+  artifact_bytes: number;
 }
 
 export const emptyRemoved = (): Removed => ({
@@ -40,7 +47,9 @@ export const emptyRemoved = (): Removed => ({
   reviews: 0,
   command_outbox: 0,
   notification_deliveries: 0,
+  artifacts: 0,
   log_bytes: 0,
+  artifact_bytes: 0,
 });
 
 /** A retention setting in days (a positive number; decimals allowed), or null when unset. */
@@ -55,6 +64,8 @@ export interface PassOptions {
   batch: number;
   /** Stop when the hub is closing: a pass ends between batches. */
   stopped?: () => boolean;
+  /** The artifact store: files no artifact row refers to any more are removed from it. */
+  store?: ArtifactStore;
 }
 
 /** Runs batches of `step` until one removes nothing (or the hub stops). */
@@ -72,11 +83,14 @@ export async function retentionPass(
   into: Removed = emptyRemoved(),
 ): Promise<Removed> {
   const now = hub.now();
-  const [runsDays, logsDays] = await Promise.all([
+  const [runsDays, logsDays, artifactsDays] = await Promise.all([
     getSetting(hub, RUNS_DAYS_SETTING).then(parseDays),
     getSetting(hub, LOGS_DAYS_SETTING).then(parseDays),
+    getSetting(hub, ARTIFACTS_DAYS_SETTING).then(parseDays),
   ]);
   const { dialect } = hub;
+  // Digests of the artifact rows removed: once committed, the files nobody refers to go too.
+  const digests: string[] = [];
   if (runsDays !== null) {
     await drain(hub, opts, async (db) => {
       const r = await removeOldRuns(db, dialect, now - runsDays * DAY_MS, opts.batch);
@@ -85,9 +99,20 @@ export async function retentionPass(
       into.run_logs += r.run_logs;
       into.log_bytes += r.log_bytes;
       into.reviews += r.reviews;
+      into.artifacts += r.artifacts;
+      digests.push(...r.digests);
       return r.runs;
     });
   }
+  if (artifactsDays !== null) {
+    await drain(hub, opts, async (db) => {
+      const r = await removeOldArtifacts(db, dialect, now - artifactsDays * DAY_MS, opts.batch);
+      into.artifacts += r.rows;
+      digests.push(...r.digests);
+      return r.rows;
+    });
+  }
+  if (opts.store) into.artifact_bytes += await removeFiles(hub, opts.store, digests);
   if (logsDays !== null) {
     await drain(hub, opts, async (db) => {
       const r = await removeOldLogs(db, dialect, now - logsDays * DAY_MS, now, opts.batch);
@@ -107,4 +132,22 @@ export async function retentionPass(
     return n;
   });
   return into;
+}
+
+/**
+ * Removes the store's files of `digests` that no artifact row refers to any more; answers the
+ * bytes removed. A file another process removed first counts there, not here.
+ */
+async function removeFiles(hub: Hub, store: ArtifactStore, digests: string[]): Promise<number> {
+  let bytes = 0;
+  const unique = [...new Set(digests)];
+  for (let i = 0; i < unique.length; i += 500) {
+    for (const sha256 of await unreferenced(hub.db, unique.slice(i, i + 500))) {
+      const s = await store.stat(sha256);
+      if (!s) continue;
+      await store.remove(sha256);
+      bytes += s.size;
+    }
+  }
+  return bytes;
 }

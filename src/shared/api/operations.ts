@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import * as a from './access.js';
+import * as af from './artifacts.js';
 import * as c from './catalog.js';
 import * as d from './daemons.js';
 import { one, page, Removed } from './envelope.js';
@@ -101,6 +102,7 @@ export const REPLIES = {
   'runs/renew_lease': one(r.LeaseRenewal),
   'runs/append_logs': one(r.LogsAppended),
   'runs/start_child': one(r.Run),
+  'artifacts/list': z.strictObject({ data: z.array(af.Artifact) }),
 
   'reviews/request': one(rv.Review),
   'reviews/list': page(rv.Review),

@@ -34,6 +34,9 @@ export interface components {
         agents_remove: {
             id: string;
         };
+        artifacts_list: {
+            run_id: string;
+        };
         auth_sign_in: {
             email: string;
             password: string;
@@ -624,6 +627,7 @@ export interface Requests {
   'agents/list': components['schemas']['agents_list'];
   'agents/register': components['schemas']['agents_register'];
   'agents/remove': components['schemas']['agents_remove'];
+  'artifacts/list': components['schemas']['artifacts_list'];
   'auth/sign_in': components['schemas']['auth_sign_in'];
   'auth/sign_out': components['schemas']['auth_sign_out'];
   'auth/whoami': components['schemas']['auth_whoami'];
