@@ -3,6 +3,8 @@ import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { PG_URL, TEST_DB, testDatabase } from '../../test/helpers/db.js';
 import { openDatabase } from './index.js';
 
 const openFiles = () =>
@@ -31,6 +33,27 @@ describe('openDatabase', () => {
       assert.ok(!openFiles().some((f) => f.startsWith(file)));
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('PostgreSQL session settings', { skip: TEST_DB !== 'postgres' && 'runs on PostgreSQL' }, () => {
+  it('applies every `options` of the URL and the schema, none replacing another', async () => {
+    const tdb = testDatabase();
+    const url = `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c application_name=svc-probe')}`;
+    const d = await openDatabase({ url, ...(tdb.schema ? { schema: tdb.schema } : {}) });
+    try {
+      const r = await sql<{
+        app: string;
+        path: string;
+      }>`select current_setting('application_name') as app, current_setting('search_path') as path`.execute(
+        d.db,
+      );
+      assert.equal(r.rows[0]!.app, 'svc-probe');
+      assert.equal(r.rows[0]!.path, tdb.schema);
+    } finally {
+      await d.close();
+      await tdb.cleanup();
     }
   });
 });

@@ -100,7 +100,7 @@ function pgConnection(opts: Pick<OpenOptions, 'url' | 'schema'>): {
   options?: string;
 } {
   const url = new URL(opts.url);
-  const parts = [url.searchParams.get('options')];
+  const parts = url.searchParams.getAll('options');
   url.searchParams.delete('options');
   if (opts.schema) parts.push(`-c search_path=${quoteIdent(opts.schema)}`);
   const options = parts.filter(Boolean).join(' ');
