@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
@@ -129,6 +132,30 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ greeted: in
     await dialog.getByRole('alert').filter({ hasText: 'nobody-by-this-name' }).waitFor();
     assert.match(new URL(page.url()).hash, /^#\/runs$|^$/);
     await page.close();
+  });
+
+  it('a team not assigned to the chosen workspace is refused, saying how to assign it', async () => {
+    // A workspace that appears after the team was allowed: nobody assigned the team to it.
+    const dir = mkdtempSync(path.join(tmpdir(), 'svc-ws-'));
+    try {
+      const ws = await h.ok('workspaces/register', { daemon_id: w.daemonId, path: dir, name: 'scratch' });
+      assert.equal(ws.data.status, 'ready');
+      const page = await b.tab();
+      await signIn(page, h.url, 'ada@runs.test');
+      await page.getByRole('button', { name: 'Start a run' }).click();
+      const dialog = page.getByRole('dialog', { name: 'Start a run' });
+      await dialog.locator('form[aria-busy="false"]').waitFor();
+      await dialog.locator('select[name="name"]').selectOption('greet');
+      await dialog.locator('select[name="workspace"]').selectOption(ws.data.id);
+      await dialog.getByRole('button', { name: 'Start run' }).click();
+      const alert = dialog.getByRole('alert').filter({ hasText: 'not assigned to workspace scratch' });
+      await alert.waitFor();
+      assert.match((await alert.textContent()) ?? '', /svc workspaces assign-teams/);
+      assert.equal((await h.ok('runs/list', { realm_id: w.realmId, name_contains: 'greet' })).data.length, 2);
+      await page.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('finds runs by a text in the name, by who started them and by date', async () => {

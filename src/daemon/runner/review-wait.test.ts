@@ -107,13 +107,20 @@ describe('a run waiting for a review verdict', () => {
     );
   });
 
-  it('asks the hub for a review with the phase’s summary and notes the wait for a restart', async () => {
+  it('asks the hub for a review with the phase’s summary and outputs, and notes the wait for a restart', async () => {
     const w = waiting('r5', { action: 'approve', run_continues: true });
     await saveActiveRun(database.db(), executeBody('r5', 4, { name: 'build', review: true }), 1);
     const verdict = await requestReview(w.deps, w.run, 'build', { plan: { a: 1 } }, { summary: 'built it' });
     assert.equal(verdict?.action, 'approve');
     assert.deepEqual(w.hub.callsOf('reviews/request'), [
-      { run_id: 'r5', lease_epoch: 4, phase: 'build', summary: 'built it', kind: 'phase' },
+      {
+        run_id: 'r5',
+        lease_epoch: 4,
+        phase: 'build',
+        summary: 'built it',
+        kind: 'phase',
+        outputs: { summary: 'built it' },
+      },
     ]);
     const row = (await listActiveRuns(database.db())).find((x) => x.run_id === 'r5');
     assert.equal(row?.review_id, 'rv_r5');
