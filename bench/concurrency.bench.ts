@@ -62,10 +62,12 @@ async function groupBench(kind: 'sqlite' | 'postgres'): Promise<BenchResult> {
       org_id: orgId,
       manifest: { name: 'noop', version: '1.0.0', command: [process.execPath, agent] },
     });
-    await call('teams/register', {
+    const team = await call('teams/register', {
       org_id: orgId,
       definition: { name: 'noop-team', version: '1.0.0', phases: [{ name: 'only', agent: 'noop' }] },
     });
+    // A run goes only to a daemon with its team installed.
+    await call('teams/install', { team_version_id: team.data.id, daemon_id: dt.data.daemon_id });
     /** Submits RUNS runs (8 requests in flight) and waits for all of them: runs per second. */
     const batch = async (extra: Record<string, unknown>) => {
       const t0 = performance.now();

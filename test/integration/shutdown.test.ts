@@ -155,7 +155,7 @@ describe('stopping a hub and a daemon', () => {
       },
       admin,
     );
-    await call(
+    const team = await call(
       url,
       'teams/register',
       {
@@ -177,10 +177,13 @@ describe('stopping a hub and a daemon', () => {
     });
     const listening = await daemon.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)","hub":\[/);
     await daemon.waitFor(/"msg":"connected to the hub"/);
+    // A run goes only to a daemon with its team installed.
+    await call(url, 'teams/install', { team_version_id: team.id, daemon_id: daemonToken.daemon_id }, admin);
     const run = await call(url, 'runs/new', { realm_id: realmId, team: 'sleepy' }, admin);
-    for (;;) {
+    for (const deadline = Date.now() + 30_000; ; ) {
       const logs = await call(url, 'runs/logs', { run_id: run.run_id }, admin);
       if ((logs as unknown as { text: string }[]).some((l) => l.text === 'sleeping')) break;
+      assert.ok(Date.now() < deadline, `the agent never started: ${JSON.stringify(logs)}`);
       await new Promise((r) => setTimeout(r, 50));
     }
     await receiver.seen;
