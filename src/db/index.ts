@@ -157,12 +157,12 @@ export async function migrate(
   });
   let outcome = await migrator.migrateToLatest();
   // Kysely's introspection reads the catalog of every schema in the database; a schema dropped at
-  // that moment (another tenant's, a parallel test file's) fails it with invalid_schema_name (3F000).
-  for (
-    let retry = 0;
-    retry < 3 && (outcome.error as { code?: unknown } | undefined)?.code === '3F000';
-    retry++
-  ) {
+  // that moment (another tenant's, a parallel test file's) fails it with invalid_schema_name (3F000),
+  // or undefined_table (42P01) for one of its tables. Nothing was applied then: try again.
+  const raced = () =>
+    !outcome.results?.some((r) => r.status !== 'NotExecuted') &&
+    ['3F000', '42P01'].includes(String((outcome.error as { code?: unknown } | undefined)?.code));
+  for (let retry = 0; retry < 3 && raced(); retry++) {
     outcome = await migrator.migrateToLatest();
   }
   const { error, results } = outcome;
