@@ -240,7 +240,7 @@ async function commandFrames(
 
 /** Whether a command written now can go straight to this connection after its commit (tunnel.ts). */
 export function canSendNow(conn: Conn | undefined): boolean {
-  return conn !== undefined && conn.ready && !conn.closed && conn.flushing === null && !conn.dirty;
+  return conn?.ready === true && !conn.closed && conn.flushing === null && !conn.dirty;
 }
 
 /**
