@@ -1,9 +1,13 @@
 /**
  * The tunnel's hot paths, each against a same-run baseline on loopback:
  * (a) queue/claim throughput over HTTP vs a bare Fastify route answering the same JSON shape;
- * (c) claims with RACERS daemons racing over real tunnels: the hub offers items through its outbox
- *     (`offer_job` to every daemon), each daemon claims over HTTP as the real daemon does and acks;
- *     claims answered per second vs the same daemons' HTTP clients hammering the bare route;
+ * (c) the claim race: RACERS daemons on real tunnels (a child process), every one eligible (the team
+ *     installed), and runs created through `runs/new` by 16 clients (this process) on a hub in a
+ *     child process. Each run is offered as the product does (to at most 3 daemons, the least loaded
+ *     first); a daemon claims with a call over its tunnel, as `svc daemon` does, and acks. Runs
+ *     claimed per second (from the first `runs/new` to the last claim) vs the same daemons' HTTP
+ *     clients hammering a bare route, claim latency (offer received → claim answered) p50/p99, and
+ *     the check that no run was executed twice (`runs/execute` frames counted per run);
  * (b) outbox write → daemon ack latency vs a raw WebSocket echo round trip.
  */
 import { once } from 'node:events';
@@ -13,7 +17,6 @@ import { sendCommand } from '../src/hub/daemons/commands.js';
 import { startHub } from '../src/hub/server.js';
 import { createLogger } from '../src/shared/logger.js';
 import { mintToken } from '../src/shared/tokens.js';
-import { offerItem } from '../test/helpers/offers.js';
 import type { BenchResult } from './index.js';
 import { type Child, startChild } from './lib/child.js';
 import { benchDatabase, pool } from './lib/util.js';
@@ -25,7 +28,7 @@ const ROUND_TRIPS = 400;
 const ITEMS = 10_000;
 /** Daemons racing for each offered item in (c), and the items offered. */
 const RACERS = Number(process.env.SVC_BENCH_RACERS ?? 50);
-const RACE_ITEMS = 100;
+const RACE_RUNS = Number(process.env.SVC_BENCH_RACE_RUNS ?? 1_000);
 
 async function post(url: string, body: unknown, token: string) {
   const res = await fetch(url, {
@@ -60,6 +63,116 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+/** (c): see the top of the file. */
+async function claimRace(kind: 'sqlite' | 'postgres'): Promise<BenchResult[]> {
+  const db = benchDatabase(kind);
+  const adminToken = mintToken('user');
+  const hubOpts = { databaseUrl: db.url, ...(db.schema ? { schema: db.schema } : {}), adminToken };
+  let hub: Child | null = null;
+  let racers: Child | null = null;
+  try {
+    hub = await startChild('hub-process.ts', { env: { SVC_BENCH_HUB: JSON.stringify(hubOpts) } });
+    const url = hub.hello.url as string;
+    const api = (op: string, body: unknown) => post(`${url}/v1/${op}`, body, adminToken);
+    const org = await api('orgs/new', { slug: 'race', owner: { email: 'owner@bench.test' } });
+    const orgId = org.data.org.id as string;
+    const realmId = (await api('realms/list', { org_id: orgId })).data[0].id as string;
+    await api('agents/register', {
+      org_id: orgId,
+      manifest: { name: 'noop', version: '1.0.0', command: ['/bin/true'] },
+    });
+    const team = await api('teams/register', {
+      org_id: orgId,
+      definition: { name: 'race', version: '1.0.0', phases: [{ name: 'only', agent: 'noop' }] },
+    });
+    const tokens = await pool(RACERS, 8, async (i) => {
+      const r = await api('realms/create_daemon_token', { realm_id: realmId, name: `racer-${i}` });
+      return { daemon_id: r.data.daemon_id as string, token: r.data.token as string };
+    });
+    racers = await startChild('daemons-process.ts');
+    await racers.request('connect', {
+      url: `${url.replace(/^http/, 'ws')}/v1/daemons/connect`,
+      daemons: tokens,
+      concurrency: 10,
+      pingMs: 15_000,
+      claimUrl: 'tunnel',
+    });
+    // Every racer confirms the install (it acks the command), so every one may take the runs.
+    await pool(RACERS, 8, (i) =>
+      api('teams/install', { team_version_id: team.data.id, daemon_id: tokens[i]!.daemon_id }),
+    );
+    for (;;) {
+      const installs = await api('teams/list_installs', { realm_id: realmId, limit: 500 });
+      if (installs.data.filter((x: { status: string }) => x.status === 'installed').length >= RACERS) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const race = async (n: number) => {
+      await racers!.request('stats', { reset: true });
+      const t0 = performance.now();
+      await pool(n, 16, () => api('runs/new', { realm_id: realmId, team: 'race' }));
+      const deadline = Date.now() + 120_000;
+      // biome-ignore lint/suspicious/noExplicitAny: child reply
+      let st: any;
+      for (;;) {
+        st = await racers!.request('stats');
+        if (st.wins >= n || st.errors > 0) break;
+        if (Date.now() > deadline) throw new Error(`race: ${st.wins} of ${n} runs claimed`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      if (st.errors > 0) throw new Error(`race: ${st.errors} failed claims, last: ${st.lastError}`);
+      if (st.wins !== n) throw new Error(`race: ${st.wins} wins for ${n} runs`);
+      if (st.executedTwice > 0) throw new Error(`race: ${st.executedTwice} runs executed twice`);
+      const lat = (st.claimLatencies as number[]).sort((x, y) => x - y);
+      return { runsPerSec: n / seconds, claims: st.claims as number, executed: st.executed as number, lat };
+    };
+    await race(50); // warm-up
+    const r = await race(RACE_RUNS);
+    // The baseline: the same daemons' HTTP clients posting to a bare route.
+    const bare = Fastify();
+    bare.post('/v1/queue/claim', async (req) => ({
+      ok: true,
+      data: { claimed: true, queue_item_id: (req.body as { queue_item_id: string }).queue_item_id },
+    }));
+    await bare.listen({ host: '127.0.0.1', port: 0 });
+    const hammered = (await racers.request('hammer', {
+      url: `http://127.0.0.1:${(bare.server.address() as { port: number }).port}/v1/queue/claim`,
+      durationMs: 2_000,
+      warmupMs: 300,
+    })) as { requests: number; seconds: number; latencies: number[] };
+    await bare.close();
+    const bareLat = hammered.latencies.sort((x, y) => x - y);
+    const setup = `${RACERS} eligible daemons, ${kind}`;
+    return [
+      {
+        name: `runs offered and claimed over tunnels, ${setup}`,
+        unit: 'runs/s',
+        value: r.runsPerSec,
+        baseline: {
+          name: `same ${RACERS} daemons' clients, bare route`,
+          value: hammered.requests / hammered.seconds,
+        },
+        higherIsBetter: true,
+        note:
+          `${RACE_RUNS} runs through runs/new (16 clients), each offered to ≤ 3 daemons: ${r.claims} claims, ` +
+          `every run executed once (${r.executed} checked)`,
+      },
+      ...([50, 99] as const).map((p) => ({
+        name: `claim (offer received → claim answered), ${setup}, p${p}`,
+        unit: 'ms',
+        value: percentile(r.lat, p),
+        baseline: { name: `bare route round trip p${p}`, value: percentile(bareLat, p) },
+        higherIsBetter: false,
+        note: `n=${r.lat.length}`,
+      })),
+    ];
+  } finally {
+    await racers?.close();
+    await hub?.close();
+    await db.cleanup();
+  }
+}
+
 export default async function tunnelBench(): Promise<BenchResult[]> {
   // SQLite unless SVC_BENCH_DB=postgres (a fresh schema, dropped at the end).
   const db = benchDatabase(process.env.SVC_BENCH_DB === 'postgres' ? 'postgres' : 'sqlite');
@@ -73,7 +186,6 @@ export default async function tunnelBench(): Promise<BenchResult[]> {
   const baseline = Fastify();
   let echo: WebSocketServer | null = null;
   const sockets: WebSocket[] = [];
-  let racers: Child | null = null;
   try {
     const api = (op: string, body: unknown, token = adminToken) =>
       post(`${running.url}/v1/${op}`, body, token);
@@ -113,46 +225,8 @@ export default async function tunnelBench(): Promise<BenchResult[]> {
     const baseRate = await claimRate(baseUrl, token, daemonId, items);
     const hubRate = await claimRate(`${running.url}/v1/queue/claim`, token, daemonId, items);
 
-    // (c) RACERS daemons over real tunnels, in a child process (their event loop is not the hub's).
-    const racerTokens = await pool(RACERS, 8, async (i) => {
-      const r = await api('realms/create_daemon_token', { realm_id: realmId, name: `racer-${i}` });
-      return { daemon_id: r.data.daemon_id as string, token: r.data.token as string };
-    });
-    racers = await startChild('daemons-process.ts');
-    await racers.request('connect', {
-      url: `${running.url.replace(/^http/, 'ws')}/v1/daemons/connect`,
-      daemons: racerTokens,
-      concurrency: 10,
-      pingMs: 15_000,
-      claimUrl: `${running.url}/v1/queue/claim`,
-    });
-    const race = async (n: number) => {
-      await racers!.request('stats', { reset: true });
-      const t0 = performance.now();
-      for (let i = 0; i < n; i++) await offerItem(running.hub, realmId, { i });
-      const deadline = Date.now() + 120_000;
-      // biome-ignore lint/suspicious/noExplicitAny: child reply
-      let st: any;
-      for (;;) {
-        st = await racers!.request('stats');
-        if (st.claims + st.errors >= n * RACERS) break;
-        if (Date.now() > deadline) throw new Error(`race: ${st.claims} of ${n * RACERS} claims answered`);
-        await new Promise((r) => setTimeout(r, 5));
-      }
-      const seconds = (performance.now() - t0) / 1000;
-      if (st.errors > 0) throw new Error(`race: ${st.errors} failed claims, last: ${st.lastError}`);
-      if (st.wins !== n) throw new Error(`race: ${st.wins} wins for ${n} items`);
-      const lat = (st.claimLatencies as number[]).sort((x, y) => x - y);
-      return { claimsPerSec: st.claims / seconds, itemsPerSec: n / seconds, lat };
-    };
-    await race(5); // warm-up
-    const raced = await race(RACE_ITEMS);
-    const hammered = (await racers.request('hammer', {
-      url: baseUrl,
-      durationMs: 2_000,
-      warmupMs: 300,
-    })) as { requests: number; seconds: number };
-    await racers.request('close');
+    // (c) the claim race, on a hub of its own in a child process.
+    const raced = await claimRace(db.kind);
     // (b) outbox write → ack latency through a daemon that acks at once.
     const daemon = new WebSocket(`${running.url.replace(/^http/, 'ws')}/v1/daemons/connect`, {
       headers: { authorization: `Bearer ${token}` },
@@ -197,17 +271,7 @@ export default async function tunnelBench(): Promise<BenchResult[]> {
         higherIsBetter: true,
         note: `${CONCURRENCY} concurrent in-process clients, one daemon, distinct items`,
       },
-      {
-        name: `queue/claim, ${RACERS} daemons racing via tunnels`,
-        unit: 'req/s',
-        value: raced.claimsPerSec,
-        baseline: { name: `same ${RACERS} clients, bare route`, value: hammered.requests / hammered.seconds },
-        higherIsBetter: true,
-        note:
-          `${RACE_ITEMS} items offered through the outbox, each claimed by all ${RACERS} (one wins, checked): ` +
-          `${raced.itemsPerSec.toFixed(1)} items/s; claim p50 ${percentile(raced.lat, 50).toFixed(1)} ms, ` +
-          `p99 ${percentile(raced.lat, 99).toFixed(1)} ms; counts offer, ack and claim work`,
-      },
+      ...raced,
       ...([50, 99] as const).map((p) => ({
         name: `outbox write → daemon ack, p${p}`,
         unit: 'ms',
@@ -218,7 +282,6 @@ export default async function tunnelBench(): Promise<BenchResult[]> {
     ];
   } finally {
     for (const s of sockets) s.terminate();
-    await racers?.close();
     await new Promise<void>((resolve) => (echo ? echo.close(() => resolve()) : resolve()));
     await baseline.close();
     await running.close();

@@ -5,8 +5,9 @@
  * - `connect` opens one tunnel per token (or plain WebSockets when `plain`) and waits for each
  *   hello. Each socket answers pings (ws autoPong) and pings the hub every `pingMs` like a daemon.
  *   With `claimUrl`, a daemon answers an `offer_job` command as the real daemon does: `queue/claim`
- *   over HTTP (its own keep-alive socket), then the ack with `{claimed, daemon_id}`. Other
- *   commands are acked at once.
+ *   over HTTP (its own keep-alive socket), or with `claimUrl: 'tunnel'` as a call over its tunnel,
+ *   then the ack with `{claimed, daemon_id}`. Other commands are acked at once; the run of each
+ *   `runs/execute` is counted (`executions`: run id → times executed, across all daemons).
  * - `hammer` makes every daemon POST claims to a URL in a loop (the same HTTP client), a baseline.
  * - `stats`, `close`, `memory`.
  */
@@ -25,6 +26,26 @@ interface Daemon {
 const daemons: Daemon[] = [];
 const stats = { open: 0, closed: 0, pings: 0, offers: 0, claims: 0, wins: 0, errors: 0, lastError: '' };
 let claimLatencies: number[] = [];
+let executions = new Map<string, number>();
+/** Calls over the tunnels waiting for their reply. */
+const calls = new Map<string, (body: unknown) => void>();
+let nextCall = 0;
+
+/** `queue/claim` as a call over the daemon's tunnel: the reply's body. */
+function claimOverTunnel(d: Daemon, queueItemId: string): Promise<unknown> {
+  const id = String(++nextCall);
+  return new Promise((resolve) => {
+    calls.set(id, resolve);
+    d.ws?.send(
+      JSON.stringify({
+        type: 'call',
+        id,
+        op: 'queue/claim',
+        body: { queue_item_id: queueItemId, daemon_id: d.daemonId },
+      }),
+    );
+  });
+}
 
 function postJson(
   agent: http.Agent,
@@ -65,17 +86,30 @@ function fail(err: unknown) {
   stats.lastError = String(err);
 }
 
-async function onOffer(d: Daemon, claimUrl: URL, frame: { tx_id: string; body: { queue_item_id: string } }) {
+async function onOffer(
+  d: Daemon,
+  claimUrl: URL | 'tunnel',
+  frame: { tx_id: string; body: { queue_item_id: string } },
+) {
   stats.offers++;
   const t0 = performance.now();
   let claimed = false;
   try {
-    const r = await postJson(d.agent, claimUrl, d.token, {
-      queue_item_id: frame.body.queue_item_id,
-      daemon_id: d.daemonId,
-    });
-    if (r.status !== 200) throw new Error(`claim: HTTP ${r.status} ${r.text}`);
-    claimed = (JSON.parse(r.text) as { data: { claimed: boolean } }).data.claimed;
+    if (claimUrl === 'tunnel') {
+      const body = (await claimOverTunnel(d, frame.body.queue_item_id)) as {
+        ok: boolean;
+        data?: { claimed: boolean };
+      };
+      if (!body.ok) throw new Error(`claim: ${JSON.stringify(body)}`);
+      claimed = body.data?.claimed === true;
+    } else {
+      const r = await postJson(d.agent, claimUrl, d.token, {
+        queue_item_id: frame.body.queue_item_id,
+        daemon_id: d.daemonId,
+      });
+      if (r.status !== 200) throw new Error(`claim: HTTP ${r.status} ${r.text}`);
+      claimed = (JSON.parse(r.text) as { data: { claimed: boolean } }).data.claimed;
+    }
     claimLatencies.push(performance.now() - t0);
     stats.claims++;
     if (claimed) stats.wins++;
@@ -92,7 +126,13 @@ async function onOffer(d: Daemon, claimUrl: URL, frame: { tx_id: string; body: {
   );
 }
 
-function open(d: Daemon, url: string, plain: boolean, pingMs: number, claimUrl: URL | null): Promise<void> {
+function open(
+  d: Daemon,
+  url: string,
+  plain: boolean,
+  pingMs: number,
+  claimUrl: URL | 'tunnel' | null,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, plain ? {} : { headers: { authorization: `Bearer ${d.token}` } });
     d.ws = ws;
@@ -107,11 +147,26 @@ function open(d: Daemon, url: string, plain: boolean, pingMs: number, claimUrl: 
     ws.on('open', () => plain && greet());
     ws.on('ping', () => stats.pings++);
     ws.on('message', (data) => {
-      const f = JSON.parse(data.toString()) as { type: string; tx_id: string; path: string; body: never };
+      const f = JSON.parse(data.toString()) as {
+        type: string;
+        tx_id: string;
+        path: string;
+        body: never;
+        id: string;
+      };
       if (f.type === 'hello') return greet();
+      if (f.type === 'reply') {
+        calls.get(f.id)?.(f.body);
+        calls.delete(f.id);
+        return;
+      }
       if (f.type !== 'command') return;
-      if (f.path === 'offer_job' && claimUrl) void onOffer(d, claimUrl, f);
-      else ws.send(JSON.stringify({ type: 'ack', tx_id: f.tx_id, status: 'ok', reply: {} }));
+      if (f.path === 'offer_job' && claimUrl) return void onOffer(d, claimUrl, f);
+      if (f.path === 'runs/execute') {
+        const runId = (f.body as { run_id: string }).run_id;
+        executions.set(runId, (executions.get(runId) ?? 0) + 1);
+      }
+      ws.send(JSON.stringify({ type: 'ack', tx_id: f.tx_id, status: 'ok', reply: {} }));
     });
     ws.on('error', (err) => {
       fail(err);
@@ -146,7 +201,7 @@ async function connect(r: ConnectRequest) {
     timer: null,
   }));
   daemons.push(...list);
-  const claimUrl = r.claimUrl ? new URL(r.claimUrl) : null;
+  const claimUrl = r.claimUrl === 'tunnel' ? 'tunnel' : r.claimUrl ? new URL(r.claimUrl) : null;
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(r.concurrency, list.length) }, async () => {
@@ -205,9 +260,16 @@ serveParent(
     connect: (msg) => connect(msg as ConnectRequest),
     hammer: (msg) => hammer(msg),
     stats: (msg: { reset?: boolean }) => {
-      const out = { ...stats, claimLatencies };
+      const runs = [...executions.values()];
+      const out = {
+        ...stats,
+        claimLatencies,
+        executed: runs.length,
+        executedTwice: runs.filter((n) => n > 1).length,
+      };
       if (msg.reset) {
         claimLatencies = [];
+        executions = new Map();
         Object.assign(stats, { pings: 0, offers: 0, claims: 0, wins: 0, errors: 0, lastError: '' });
       }
       return out;

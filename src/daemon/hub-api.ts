@@ -32,6 +32,11 @@ export interface HubApiOptions {
   realmToken: string | null;
   fetch?: typeof fetch;
   timeoutMs?: number;
+  /**
+   * Calls over the hub tunnel (HubLink.call): operations with the realm token go there first while
+   * the tunnel is up, and over HTTP when it answers null or fails.
+   */
+  tunnel?: (op: string, body: unknown) => Promise<{ status: number; body: unknown }> | null;
 }
 
 export interface HubApi {
@@ -143,8 +148,17 @@ export function createHubApi(opts: HubApiOptions): HubApi {
   const doFetch = opts.fetch ?? fetch;
   const timeoutMs = opts.timeoutMs ?? 30_000;
 
-  const post = (op: string, body: unknown, token: string) =>
-    send('POST', op, token, { body: JSON.stringify(body), timeoutMs });
+  async function post(op: string, body: unknown, token: string): Promise<HubReply> {
+    const viaTunnel = token === opts.realmToken ? opts.tunnel?.(op, body) : null;
+    if (viaTunnel) {
+      try {
+        return (await viaTunnel) as HubReply;
+      } catch {
+        // The tunnel went down before the reply: the call goes again over HTTP.
+      }
+    }
+    return send('POST', op, token, { body: JSON.stringify(body), timeoutMs });
+  }
 
   /** One request to the first hub that answers; `open` gives a fresh body stream for each attempt. */
   async function send(

@@ -2,7 +2,14 @@ import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
 import type { Clock } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
-import { type AckFrame, type AclEntry, type CommandFrame, HubFrame } from '../shared/protocol.js';
+import {
+  type AckFrame,
+  type AclEntry,
+  type CallFrame,
+  type CommandFrame,
+  HubFrame,
+  type ReplyFrame,
+} from '../shared/protocol.js';
 import { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF } from './backoff.js';
 import { DaemonError } from './errors.js';
 import type { DaemonIdentity } from './identity.js';
@@ -43,6 +50,12 @@ export interface HubLinkEvents {
   acl: [AclEntry[]];
 }
 
+/** A hub operation's answer over the tunnel: what `POST /v1/<op>` would have answered. */
+export interface TunnelReply {
+  status: number;
+  body: unknown;
+}
+
 /** `http://h:1/base` → `ws://h:1/base/v1/daemons/connect`. */
 export function tunnelUrl(hubUrl: string): string {
   return `${hubUrl.replace(/^http/, 'ws').replace(/\/+$/, '')}/v1/daemons/connect`;
@@ -63,7 +76,13 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
   private stopping = false;
   /** Whether the hub answered the last heartbeat ping. */
   private alive = true;
-  private session: { url: string; ws: WebSocket } | null = null;
+  private session: { url: string; ws: WebSocket; calls: boolean } | null = null;
+  /** Calls over the tunnel waiting for their reply (call id → its settlement). */
+  private readonly calls = new Map<
+    string,
+    { ws: WebSocket; resolve: (r: TunnelReply) => void; reject: (e: Error) => void }
+  >();
+  private nextCall = 0;
   private readonly inFlight = new Set<Promise<void>>();
   /** Commands waiting for a free slot (see maxConcurrentCommands). */
   private readonly queue: { ws: WebSocket; frame: CommandFrame }[] = [];
@@ -90,6 +109,33 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
 
   start(): void {
     this.connect();
+  }
+
+  /**
+   * Calls a hub operation over the open session, with the realm token the tunnel was opened with:
+   * the HTTP status and body `POST /v1/<op>` would have answered. Null when there is no session or
+   * its hub does not serve calls (then use HTTP). Rejects when the session ends before the reply or
+   * after `timeoutMs`; the call may or may not have run on the hub, as with a lost HTTP reply.
+   */
+  call(op: string, body: unknown, timeoutMs = 30_000): Promise<TunnelReply> | null {
+    const session = this.session;
+    if (!session?.calls || session.ws.readyState !== WebSocket.OPEN) return null;
+    const id = String(++this.nextCall);
+    const frame: CallFrame = { type: 'call', id, op, body };
+    return new Promise<TunnelReply>((resolve, reject) => {
+      const timer = setTimeout(
+        () => settle(new Error(`no reply to ${op} within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      const settle = (r: TunnelReply | Error) => {
+        clearTimeout(timer);
+        this.calls.delete(id);
+        if (r instanceof Error) reject(r);
+        else resolve(r);
+      };
+      this.calls.set(id, { ws: session.ws, resolve: settle, reject: settle });
+      session.ws.send(JSON.stringify(frame));
+    });
   }
 
   /** Closes the tunnel cleanly, stops reconnecting and waits for commands being run. */
@@ -143,6 +189,9 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
     });
     ws.on('close', (code, reason) => {
       if (this.ws === ws) this.ws = null;
+      for (const c of [...this.calls.values()]) {
+        if (c.ws === ws) c.reject(new Error('the hub tunnel closed before the reply'));
+      }
       const hadSession = this.session?.ws === ws;
       if (hadSession) {
         this.session = null;
@@ -197,7 +246,7 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
       await this.opts.identity.applyHello(frame, url, this.opts.now());
       // The socket may have closed while the hello was being saved; its close already rescheduled.
       if (ws.readyState !== WebSocket.OPEN || this.stopping) return;
-      this.session = { url, ws };
+      this.session = { url, ws, calls: frame.features?.includes('calls') === true };
       this.attempt = 0;
       this.startHeartbeat(ws);
       this.opts.log.info({ url, daemon_id: frame.daemon_id }, 'connected to the hub');
@@ -205,10 +254,17 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
     } else if (frame.type === 'acl') {
       this.opts.identity.setAcl(frame.acl);
       this.emit('acl', frame.acl);
+    } else if (frame.type === 'reply') {
+      this.answered(ws, frame);
     } else {
       this.queue.push({ ws, frame });
       this.pump();
     }
+  }
+
+  private answered(ws: WebSocket, reply: ReplyFrame): void {
+    const c = this.calls.get(reply.id);
+    if (c?.ws === ws) c.resolve({ status: reply.status, body: reply.body });
   }
 
   /**

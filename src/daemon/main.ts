@@ -101,6 +101,7 @@ export async function startDaemon(opts: StartDaemonOptions): Promise<RunningDaem
       },
       realmToken: config.realmToken,
       ...(opts.fetch ? { fetch: opts.fetch } : {}),
+      tunnel: (op, body) => link?.call(op, body) ?? null,
     });
     const runner = new Runner({ db, hub, log, now, home: config.home, ...opts.runner });
     const ctx: DaemonContext = { db, config, identity, hub, log, now, runner };

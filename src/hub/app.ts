@@ -9,7 +9,7 @@ import { errorBody, statusOf, toAppError } from './http/errors.js';
 import { BODY_LIMIT } from './http/limits.js';
 import type { Op } from './http/op.js';
 import { openApiDocument } from './openapi.js';
-import type { PasswordGateStats } from './ports.js';
+import type { OpCaller, PasswordGateStats } from './ports.js';
 
 export interface AppOptions {
   /** Version string shown in the OpenAPI document. */
@@ -94,15 +94,46 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
 
   for (const o of ops) {
     app.post(`/v1/${o.name}`, async (req, reply) => {
-      const actor = await authenticate(hub, req.headers.authorization);
-      const parsed = o.input.safeParse(req.body ?? {});
-      if (!parsed.success) throw parsed.error;
-      let status = 200;
-      const out = await o.handler({ ...hub, actor, ip: req.ip, status: (s) => (status = s) }, parsed.data);
-      return reply.status(status).send({ ok: true, ...out });
+      const r = await runOp(hub, o, req.headers.authorization, req.body, req.ip);
+      return reply.status(r.status).send(r.body);
     });
   }
   return app;
+}
+
+/** One operation for one caller: authenticate, parse the body, run the handler. Throws its refusals. */
+async function runOp(
+  hub: Hub,
+  o: Op,
+  authorization: string | undefined,
+  body: unknown,
+  ip: string,
+): Promise<{ status: number; body: { ok: true } }> {
+  const actor = await authenticate(hub, authorization);
+  const parsed = o.input.safeParse(body ?? {});
+  if (!parsed.success) throw parsed.error;
+  let status = 200;
+  const out = await o.handler({ ...hub, actor, ip, status: (s) => (status = s) }, parsed.data);
+  return { status, body: { ok: true, ...out } };
+}
+
+/**
+ * The operations for callers that are not HTTP (daemons calling over their tunnel): the same
+ * authentication, validation and handlers, and the reply `POST /v1/<op>` would have, errors included.
+ */
+export function createOpCaller(hub: Hub, ops: Op[]): OpCaller {
+  const byName = new Map(ops.map((o) => [o.name, o]));
+  return async (authorization, name, body, ip) => {
+    try {
+      const o = byName.get(name);
+      if (!o) throw new AppError('not_found', `no operation at POST /v1/${name}`);
+      return await runOp(hub, o, authorization, body, ip);
+    } catch (err) {
+      const { error, unexpected } = toAppError(err);
+      if (unexpected) hub.log.error({ err, op: name }, 'unexpected error');
+      return { status: statusOf(error), body: errorBody(error) };
+    }
+  };
 }
 
 /** The password gate (src/hub/auth/password-gate.ts) in Prometheus text format. */

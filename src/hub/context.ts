@@ -85,6 +85,11 @@ export interface HubConfig {
   outboxScanMs: number;
   /** An unacknowledged command is sent again when it was last sent this long ago. */
   outboxResendMs: number;
+  /**
+   * An event stream reads again at once when its run or realm changes (on any hub process); this
+   * often at the least, in case a notification was lost.
+   */
+  streamPollMs: number;
   /** Dispatch tokens live this long (at most 5 minutes). */
   dispatchTokenTtlMs: number;
   /** The run lease sweeper runs this often. */
@@ -144,6 +149,7 @@ export const DEFAULT_HUB_CONFIG: HubConfig = {
   tunnelPingMs: 15_000,
   outboxScanMs: 2_000,
   outboxResendMs: 30_000,
+  streamPollMs: 2_000,
   dispatchTokenTtlMs: 5 * 60 * 1000,
   runSweepMs: 1_000,
   runRedispatchMs: 5_000,

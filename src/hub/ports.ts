@@ -55,6 +55,26 @@ export interface CommandResult {
   error: { code: string; message: string; details?: unknown } | null;
 }
 
+/**
+ * Runs a hub operation as `POST /v1/<op>` would, for a caller that is not HTTP (a daemon's call over
+ * its tunnel): the status and the JSON body the HTTP reply would have.
+ */
+export type OpCaller = (
+  authorization: string,
+  op: string,
+  body: unknown,
+  ip: string,
+) => Promise<{ status: number; body: unknown }>;
+
+/** A command just written to the outbox: its frame's fields, and when it counts as sent (or null). */
+export interface NewCommand {
+  tx_id: string;
+  path: string;
+  /** The body as stored (JSON text). */
+  body: string;
+  last_sent_at: number | null;
+}
+
 export interface TunnelEventMap {
   /** A daemon is online on this process: hello sent, pending commands on their way. */
   connected: [{ daemon_id: string; connection_id: string }];
@@ -87,6 +107,18 @@ export interface Tunnel {
   /** Sends the daemon's pending commands now, if it is connected here. Call after committing. */
   wake(daemonId: string): void;
   /**
+   * Whether a command written now for this daemon can go straight to its connection here once
+   * committed (the connection is greeted and has no delivery under way): write it with `sentAt`
+   * (outbox.repo.ts) and pass it to `sendNow` after the commit.
+   */
+  canSendNow(daemonId: string): boolean;
+  /**
+   * Sends committed commands from memory, without reading the outbox. One the daemon's current
+   * connection would not get from a delivery (written after it opened) is sent; the others are
+   * that connection's delivery's to send.
+   */
+  sendNow(daemonId: string, commands: readonly NewCommand[]): void;
+  /**
    * Pushes the current ACL to the connected daemons of a realm, or of every realm of an org, here
    * and (through the bus) on every other hub process.
    */
@@ -100,8 +132,11 @@ export interface Tunnel {
    * connected to another hub process; rejects after `timeoutMs`.
    */
   waitForAck(txId: string, timeoutMs?: number): Promise<CommandResult>;
-  /** Serves `GET /v1/daemons/connect` on the app's server and starts the timers. */
-  attach(app: FastifyInstance): void;
+  /**
+   * Serves `GET /v1/daemons/connect` on the app's server and starts the timers; `calls` answers the
+   * hub operations daemons call over their tunnel.
+   */
+  attach(app: FastifyInstance, calls: OpCaller): void;
   /** Stops the timers and closes every connection (waiting for their bookkeeping). Idempotent. */
   close(): Promise<void>;
 }

@@ -13,7 +13,7 @@ import { createLogger, type Logger } from '../shared/logger.js';
 import { stopWithin } from '../shared/shutdown.js';
 import { ADMIN_TOKEN_RULE, hashSecret, parseAdminToken } from '../shared/tokens.js';
 import { createAccessCache } from './access/access-cache.js';
-import { createHubApp } from './app.js';
+import { createHubApp, createOpCaller } from './app.js';
 import { registerArtifactRoutes } from './artifacts/artifacts.http.js';
 import { artifactsOf } from './artifacts/artifacts.service.js';
 import { folderStore } from './artifacts/store.js';
@@ -172,7 +172,7 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     const artifacts = artifactsOf(artifactsDir, folderStore(artifactsDir), opts.artifactsMaxBytes);
     registerArtifactRoutes(app, hub, artifacts);
     // The daemon tunnel; Fastify's close runs the tunnel's close first (preClose hook).
-    hub.tunnel.attach(app);
+    hub.tunnel.attach(app, createOpCaller(hub, hubOps));
     try {
       await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 0 });
     } catch (err) {

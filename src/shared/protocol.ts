@@ -8,7 +8,11 @@
  *   hub → daemon   command  one outbox entry: {tx_id, path, body, token}; `token` is a dispatch JWT
  *   hub → daemon   acl      the realm ACL changed
  *   daemon → hub   ack      the command's result: {tx_id, status: ok|error, reply|error}
+ *   daemon → hub   call     a hub operation, as `POST /v1/<op>` with the realm token: {id, op, body}
+ *   hub → daemon   reply    the call's answer: {id, status, body}, the HTTP status and body it would get
  *
+ * Calls travel over the tunnel only when the hello lists `calls` in `features` (a hub that does not
+ * ignores the frame); a daemon uses HTTP otherwise, and whenever the tunnel is down.
  * Liveness uses WebSocket ping/pong frames, not JSON frames.
  * Delivery is at-least-once: the hub keeps every command in a durable outbox until it is acked and
  * sends unacked ones again after a reconnect; the daemon's durable tx_id store returns the first
@@ -30,6 +34,8 @@ export const HelloFrame = z.object({
   /** Public JWK (EdDSA/Ed25519) that verifies the hub's dispatch tokens. */
   dispatch_key: z.record(z.string(), z.unknown()),
   acl: z.array(AclEntry),
+  /** What this hub serves beyond the first protocol: `calls` (hub operations over the tunnel). */
+  features: z.array(z.string()).optional(),
 });
 export type HelloFrame = z.infer<typeof HelloFrame>;
 
@@ -47,7 +53,15 @@ export type CommandFrame = z.infer<typeof CommandFrame>;
 export const AclFrame = z.object({ type: z.literal('acl'), acl: z.array(AclEntry) });
 export type AclFrame = z.infer<typeof AclFrame>;
 
-export const HubFrame = z.discriminatedUnion('type', [HelloFrame, CommandFrame, AclFrame]);
+export const ReplyFrame = z.object({
+  type: z.literal('reply'),
+  id: z.string().min(1),
+  status: z.number().int(),
+  body: z.unknown(),
+});
+export type ReplyFrame = z.infer<typeof ReplyFrame>;
+
+export const HubFrame = z.discriminatedUnion('type', [HelloFrame, CommandFrame, AclFrame, ReplyFrame]);
 export type HubFrame = z.infer<typeof HubFrame>;
 
 export const DaemonErrorBody = z.object({
@@ -67,7 +81,16 @@ export const AckFrame = z.object({
 });
 export type AckFrame = z.infer<typeof AckFrame>;
 
-export const DaemonFrame = z.discriminatedUnion('type', [AckFrame]);
+export const CallFrame = z.object({
+  type: z.literal('call'),
+  /** The daemon's id for this call, echoed by the reply. */
+  id: z.string().min(1).max(64),
+  op: z.string().min(1).max(200),
+  body: z.unknown(),
+});
+export type CallFrame = z.infer<typeof CallFrame>;
+
+export const DaemonFrame = z.discriminatedUnion('type', [AckFrame, CallFrame]);
 export type DaemonFrame = z.infer<typeof DaemonFrame>;
 
 /** The daemon API's version, shown in its OpenAPI document. */

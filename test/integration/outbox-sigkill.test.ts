@@ -110,7 +110,7 @@ describe('outbox redelivery after the hub process is killed (SIGKILL) and restar
 
     // Written straight into the outbox by another process (this one): the hub's scan delivers it.
     const ids = { newId: () => uuidv7(), now: Date.now };
-    const txId = await enqueueCommand(own.db, ids, daemonId, 'test/gated', { n: 1 });
+    const txId = (await enqueueCommand(own.db, ids, daemonId, 'test/gated', { n: 1 })).tx_id;
     await inHandler;
     assert.equal((await loadCommand(own.db, txId))?.status, 'pending');
 
@@ -121,10 +121,12 @@ describe('outbox redelivery after the hub process is killed (SIGKILL) and restar
     await down;
 
     // Written while no hub runs at all.
-    const whileDown = await enqueueCommand(own.db, ids, daemonId, 'hug/deliver', {
-      review_id: 'rv-down',
-      message: { type: 'comment', role: 'reviewer', payload: { comment: 'written while down' } },
-    });
+    const whileDown = (
+      await enqueueCommand(own.db, ids, daemonId, 'hug/deliver', {
+        review_id: 'rv-down',
+        message: { type: 'comment', role: 'reviewer', payload: { comment: 'written while down' } },
+      })
+    ).tx_id;
 
     // A new hub process on the same database and port; the daemon reconnects on its own.
     const back = once(d.link!, 'connected');

@@ -16,7 +16,11 @@ import type { BusEventMap, BusHandlers, BusMessage, ClusterBus } from '../ports.
  *   "I wait for this command's ack" (`watch`) and that ack (`ack`), so an operation waiting on one
  *   process hears of an ack recorded by another. A process ignores its own messages.
  *
- * Both channel names get `.<schema>` appended unless the schema is `public`, so deployments (and
+ * - `svc_runs`: payload = `<realm id> <run id>`. A run's history or logs changed (`notifyRunChanged`,
+ *   in the writer's transaction): the event streams of that run and realm read again at once, on
+ *   every process (`runFeed`).
+ *
+ * The channel names get `.<schema>` appended unless the schema is `public`, so deployments (and
  * test files) in different schemas of one database do not hear each other. A lost notification
  * costs latency only: the outbox scan resends unacknowledged commands, and after the LISTEN
  * connection comes back the bus asks for a full scan (`resync`).
@@ -24,6 +28,16 @@ import type { BusEventMap, BusHandlers, BusMessage, ClusterBus } from '../ports.
 
 export const OUTBOX_CHANNEL = 'svc_outbox';
 export const HUB_CHANNEL = 'svc_hub';
+export const RUNS_CHANNEL = 'svc_runs';
+
+/**
+ * Changes of runs in this process's database (`change`: realm id, run id), heard by the event
+ * streams (src/hub/runs/runs.stream.ts). On SQLite the writer emits it itself; on PostgreSQL it
+ * comes from `svc_runs` at commit, from whichever process wrote. A change of another database in
+ * the same process (tests) only makes a stream read again and find nothing new.
+ */
+export const runFeed = new EventEmitter<{ change: [realmId: string, runId: string] }>();
+runFeed.setMaxListeners(0);
 
 /** The channel's name for the connection's schema (SQL, evaluated by PostgreSQL). */
 function channelExpr(base: string): string {
@@ -41,6 +55,21 @@ const isPostgres = (db: Kysely<any>) => db.getExecutor().adapter instanceof Post
 export async function notifyOutbox(db: Kysely<any>, daemonId: string): Promise<void> {
   if (!isPostgres(db)) return;
   await sql`select pg_notify(${sql.raw(channelExpr(OUTBOX_CHANNEL))}, ${daemonId})`.execute(db);
+}
+
+/**
+ * Tells the event streams of the run and its realm, on every hub process, that its history or logs
+ * changed. Call it in the transaction of the change. On PostgreSQL the notification leaves at commit.
+ * On SQLite (one process) it is emitted at once: a stream's read waits for the single connection,
+ * which the writing transaction holds until it has committed, so the read sees the change.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: works for any schema
+export async function notifyRunChanged(db: Kysely<any>, realmId: string, runId: string): Promise<void> {
+  if (!isPostgres(db)) {
+    runFeed.emit('change', realmId, runId);
+    return;
+  }
+  await sql`select pg_notify(${sql.raw(channelExpr(RUNS_CHANNEL))}, ${`${realmId} ${runId}`})`.execute(db);
 }
 
 /** The bus of a single hub process (SQLite): everything is already in this process. */
@@ -77,7 +106,7 @@ export function createPgBus(o: PgBusOptions): ClusterBus {
   const backoff = o.backoff ?? { baseMs: 100, capMs: 10_000 };
   let handlers: BusHandlers | null = null;
   let current: { client: pg.Client; drop(err: Error | null): void } | null = null;
-  let channels = { outbox: '', hub: '' };
+  let channels = { outbox: '', hub: '', runs: '' };
   let closed = false;
   let attempt = 0;
   let retry: NodeJS.Timeout | null = null;
@@ -87,6 +116,11 @@ export function createPgBus(o: PgBusOptions): ClusterBus {
   function onNotification(n: pg.Notification) {
     if (!handlers || !n.payload) return;
     if (n.channel === channels.outbox) return handlers.wake(n.payload);
+    if (n.channel === channels.runs) {
+      const [realmId, runId] = n.payload.split(' ');
+      if (realmId && runId) runFeed.emit('change', realmId, runId);
+      return;
+    }
     if (n.channel !== channels.hub) return;
     let parsed: { from?: unknown } & Partial<BusMessage>;
     try {
@@ -126,12 +160,13 @@ export function createPgBus(o: PgBusOptions): ClusterBus {
     client.on('notification', onNotification);
     try {
       await client.connect();
-      const { rows } = await client.query<{ outbox: string; hub: string }>(
-        `select ${channelExpr(OUTBOX_CHANNEL)} as outbox, ${channelExpr(HUB_CHANNEL)} as hub`,
+      const { rows } = await client.query<{ outbox: string; hub: string; runs: string }>(
+        `select ${channelExpr(OUTBOX_CHANNEL)} as outbox, ${channelExpr(HUB_CHANNEL)} as hub, ${channelExpr(RUNS_CHANNEL)} as runs`,
       );
       channels = rows[0]!;
       await client.query(`LISTEN ${quoteIdent(channels.outbox)}`);
       await client.query(`LISTEN ${quoteIdent(channels.hub)}`);
+      await client.query(`LISTEN ${quoteIdent(channels.runs)}`);
     } catch (err) {
       drop(err as Error);
       throw err;

@@ -1,29 +1,37 @@
 import type { Hub, Tx } from '../context.js';
+import type { NewCommand } from '../ports.js';
 import { enqueueCommand } from './outbox.repo.js';
 
 /**
  * Runs `fn` in one transaction. Every command it writes through `tx.command` commits with the
- * change that caused it (the outbox), and once the transaction has committed the tunnel is woken
- * for each daemon concerned, so the commands go out at once; on a rollback nothing is sent. Then
- * the steps registered with `tx.afterCommit` run, in order.
+ * change that caused it (the outbox); once the transaction has committed, a command for a daemon
+ * connected to this process goes straight to its connection from memory, and for any other daemon
+ * the tunnel is woken (here, or through the cluster bus on the process that holds it). On a
+ * rollback nothing is sent. Then the steps registered with `tx.afterCommit` run, in order.
  */
 export async function inTx<T>(hub: Hub, fn: (tx: Tx) => Promise<T>): Promise<T> {
   const daemons = new Set<string>();
+  const direct = new Map<string, NewCommand[]>();
   const after: (() => Promise<unknown>)[] = [];
   const result = await hub.db.transaction().execute((trx) =>
     fn({
       db: trx,
       hub,
       async command(daemonId, path, body) {
-        const txId = await enqueueCommand(trx, hub, daemonId, path, body);
-        daemons.add(daemonId);
-        return txId;
+        if (!hub.tunnel.canSendNow(daemonId)) {
+          daemons.add(daemonId);
+          return (await enqueueCommand(trx, hub, daemonId, path, body)).tx_id;
+        }
+        const cmd = await enqueueCommand(trx, hub, daemonId, path, body, { sentAt: hub.now() });
+        direct.set(daemonId, [...(direct.get(daemonId) ?? []), cmd]);
+        return cmd.tx_id;
       },
       afterCommit(step) {
         after.push(step);
       },
     }),
   );
+  for (const [d, cmds] of direct) hub.tunnel.sendNow(d, cmds);
   for (const d of daemons) hub.tunnel.wake(d);
   for (const step of after) {
     await step().catch((err: unknown) => hub.log.error({ err }, 'a step after commit failed'));

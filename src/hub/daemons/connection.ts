@@ -2,19 +2,28 @@ import type { EventEmitter } from 'node:events';
 import type { WebSocket } from 'ws';
 import { updateOne } from '../../db/index.js';
 import { jsonTextTooDeep, tooDeepMessage } from '../../shared/json-depth.js';
-import type { AclEntry, AclFrame, HelloFrame } from '../../shared/protocol.js';
+import type {
+  AckFrame,
+  AclEntry,
+  AclFrame,
+  CallFrame,
+  HelloFrame,
+  ReplyFrame,
+} from '../../shared/protocol.js';
 import { DaemonFrame } from '../../shared/protocol.js';
 import type { Hub } from '../context.js';
 import { recordEvent } from '../events/events.js';
 import {
   type CommandResult,
   type DispatchKeys,
+  type NewCommand,
+  type OpCaller,
   SEALED_SECRETS_FIELD,
   type TunnelEventMap,
 } from '../ports.js';
 import { realmAcl } from './acl.js';
 import { signDispatch } from './dispatch.js';
-import { markAcked, markSent, pendingCommands } from './outbox.repo.js';
+import { markAcked, markSent, pendingCommands, type StoredCommand } from './outbox.repo.js';
 
 /** What the tunnel needs from the hub: everything but itself. */
 export type TunnelDeps = Omit<Hub, 'tunnel'>;
@@ -30,6 +39,10 @@ export interface TunnelState {
   events: EventEmitter<TunnelEventMap>;
   /** Keeps a background promise until it settles, so close() can wait for it; logs its failure. */
   track(p: Promise<unknown>, what: string): void;
+  /** Runs the hub operations daemons call over the tunnel (set when the tunnel is attached). */
+  calls: OpCaller | null;
+  /** Acks received and not yet recorded: recorded together, in one transaction. */
+  acks: { conn: Conn; ack: AckFrame }[];
 }
 
 /** One daemon's WebSocket to this hub process. */
@@ -39,6 +52,10 @@ export interface Conn {
   daemonId: string;
   realmId: string;
   orgId: string;
+  /** The upgrade's `Authorization` header: calls over the tunnel are authenticated with it. */
+  authorization: string;
+  /** The daemon's address. */
+  ip: string;
   openedAt: number;
   /** Answered the last ping (or sent anything since). */
   alive: boolean;
@@ -122,6 +139,7 @@ async function greet(s: TunnelState, conn: Conn): Promise<void> {
     realm_id: conn.realmId,
     dispatch_key: s.keys.publicJwk as Record<string, unknown>,
     acl,
+    features: ['calls'],
   };
   sendFrame(conn, hello);
   conn.ready = true;
@@ -189,14 +207,7 @@ async function deliver(s: TunnelState, conn: Conn): Promise<void> {
       Math.max(conn.openedAt, at - config.outboxResendMs),
       BATCH,
     );
-    const frames: string[] = [];
-    const token = await commandToken(s, conn, at);
-    for (const row of rows) {
-      // The body is stored as JSON already: splice it in rather than parse and re-serialise.
-      frames.push(
-        `{"type":"command","tx_id":${JSON.stringify(row.tx_id)},"path":${JSON.stringify(row.path)},"body":${openBody(s, row.tx_id, row.body)},"token":${JSON.stringify(token)}}`,
-      );
-    }
+    const frames = await commandFrames(s, conn, rows, at);
     // The attempt is counted before the frames leave, so a process killed right after sending has
     // recorded it. A frame counted but not sent (the socket closed) goes out on the next connection.
     await markSent(
@@ -210,6 +221,41 @@ async function deliver(s: TunnelState, conn: Conn): Promise<void> {
     }
     if (rows.length === BATCH) conn.dirty = true;
   } while (conn.dirty && !conn.closed);
+}
+
+async function commandFrames(
+  s: TunnelState,
+  conn: Conn,
+  rows: readonly StoredCommand[],
+  at: number,
+): Promise<string[]> {
+  if (rows.length === 0) return [];
+  const token = await commandToken(s, conn, at);
+  // The body is stored as JSON already: splice it in rather than parse and re-serialise.
+  return rows.map(
+    (row) =>
+      `{"type":"command","tx_id":${JSON.stringify(row.tx_id)},"path":${JSON.stringify(row.path)},"body":${openBody(s, row.tx_id, row.body)},"token":${JSON.stringify(token)}}`,
+  );
+}
+
+/** Whether a command written now can go straight to this connection after its commit (tunnel.ts). */
+export function canSendNow(conn: Conn | undefined): boolean {
+  return conn?.ready === true && !conn.closed && conn.flushing === null && !conn.dirty;
+}
+
+/**
+ * Sends committed commands written with `last_sent_at` (see `canSendNow`). Those written before
+ * this connection opened are its delivery's (it sends what was not sent on it), so only the newer
+ * ones go here; the socket closing before they leave is the same as any lost frame: the next
+ * connection gets them.
+ */
+export async function sendNow(s: TunnelState, conn: Conn, commands: readonly NewCommand[]): Promise<void> {
+  const mine = commands.filter((c) => c.last_sent_at !== null && c.last_sent_at >= conn.openedAt);
+  const frames = await commandFrames(s, conn, mine, s.deps.now());
+  for (const frame of frames) {
+    if (conn.closed) return;
+    sendFrame(conn, frame);
+  }
 }
 
 function onMessage(s: TunnelState, conn: Conn, text: string): void {
@@ -233,22 +279,42 @@ function onMessage(s: TunnelState, conn: Conn, text: string): void {
     );
     return;
   }
-  const ack = parsed.data;
-  s.track(
-    (async () => {
-      const first = await markAcked(s.deps.db, conn.daemonId, ack, s.deps.now());
-      if (!first) return; // a repeated ack, or a tx_id that is not this daemon's: nothing to do
-      s.deps.log.debug({ daemon_id: conn.daemonId, tx_id: ack.tx_id, status: ack.status }, 'command acked');
-      s.events.emit('ack', {
-        tx_id: ack.tx_id,
-        daemon_id: conn.daemonId,
-        status: ack.status,
-        reply: ack.status === 'ok' ? (ack.reply ?? null) : null,
-        error: ack.status === 'error' ? (ack.error ?? null) : null,
-      } as CommandResult);
-    })(),
-    'tunnel ack',
+  const frame = parsed.data;
+  if (frame.type === 'call') {
+    s.track(answerCall(s, conn, frame), 'tunnel call');
+    return;
+  }
+  s.acks.push({ conn, ack: frame });
+  // Acks that arrive together (from any daemon) are recorded in one transaction.
+  if (s.acks.length === 1) setImmediate(() => s.track(recordAcks(s), 'tunnel acks'));
+}
+
+async function recordAcks(s: TunnelState): Promise<void> {
+  const batch = s.acks.splice(0);
+  const firsts = await markAcked(
+    s.deps.db,
+    batch.map(({ conn, ack }) => ({ daemonId: conn.daemonId, ack })),
+    s.deps.now(),
   );
+  batch.forEach(({ conn, ack }, i) => {
+    if (!firsts[i]) return; // a repeated ack, or a tx_id that is not this daemon's: nothing to do
+    s.deps.log.debug({ daemon_id: conn.daemonId, tx_id: ack.tx_id, status: ack.status }, 'command acked');
+    s.events.emit('ack', {
+      tx_id: ack.tx_id,
+      daemon_id: conn.daemonId,
+      status: ack.status,
+      reply: ack.status === 'ok' ? (ack.reply ?? null) : null,
+      error: ack.status === 'error' ? (ack.error ?? null) : null,
+    } as CommandResult);
+  });
+}
+
+/** A hub operation called over the tunnel: answered as `POST /v1/<op>` with the daemon's token. */
+async function answerCall(s: TunnelState, conn: Conn, call: CallFrame): Promise<void> {
+  if (!s.calls) return;
+  const { status, body } = await s.calls(conn.authorization, call.op, call.body, conn.ip);
+  const reply: ReplyFrame = { type: 'reply', id: call.id, status, body };
+  if (!conn.closed) conn.ws.send(JSON.stringify(reply));
 }
 
 function onPong(s: TunnelState, conn: Conn): void {

@@ -3,7 +3,7 @@ import { type DB, updateOne } from '../../db/index.js';
 import type { CommandOutboxTable } from '../../db/schema.js';
 import type { AckFrame } from '../../shared/protocol.js';
 import { notifyOutbox } from '../cluster/bus.js';
-import type { CommandResult } from '../ports.js';
+import type { CommandResult, NewCommand } from '../ports.js';
 
 /**
  * The durable command outbox (SQL only). A command stays `pending` until its daemon acks it; the
@@ -21,13 +21,18 @@ function nextSeq(now: number): number {
   return lastSeq;
 }
 
+/** A command as stored: what its frame carries. */
+export type StoredCommand = Pick<CommandOutboxTable, 'tx_id' | 'path' | 'body'>;
+
 /**
- * Writes a command for a daemon and returns its `tx_id`. Pass the caller's transaction as `db` so
- * the command commits with the change that caused it; after the commit, call
- * `hub.tunnel.wake(daemonId)`; `inTx` (commands.ts) does both.
- * On PostgreSQL the same transaction also notifies `svc_outbox`, so a daemon connected to another
- * hub process gets the command when the transaction commits.
+ * Writes a command for a daemon. Pass the caller's transaction as `db` so the command commits with
+ * the change that caused it; after the commit, the tunnel sends it; `inTx` (commands.ts) does both.
  * A plain-object body gets the `tx_id` too, since daemon routes deduplicate on it.
+ *
+ * `sentAt`: the command goes straight to the daemon's connection on this process after the commit
+ * (recorded as sent then, so neither a flush nor the scan sends it again before it is due). Else,
+ * on PostgreSQL, the same transaction notifies `svc_outbox`, so that the hub process holding the
+ * daemon's connection sends it when the transaction commits.
  */
 export async function enqueueCommand(
   db: Kysely<DB>,
@@ -35,32 +40,34 @@ export async function enqueueCommand(
   daemonId: string,
   path: string,
   body: unknown,
-): Promise<string> {
+  opts: { sentAt?: number } = {},
+): Promise<NewCommand> {
   const txId = ids.newId();
   const now = ids.now();
   const withTx =
     body !== null && typeof body === 'object' && !Array.isArray(body) ? { ...body, tx_id: txId } : body;
+  const text = JSON.stringify(withTx ?? null);
   await db
     .insertInto('command_outbox')
     .values({
       tx_id: txId,
       daemon_id: daemonId,
       path,
-      body: JSON.stringify(withTx ?? null),
+      body: text,
       status: 'pending',
       ack_status: null,
       reply: null,
       error: null,
       created_at: now,
       seq: nextSeq(now),
-      last_sent_at: null,
+      last_sent_at: opts.sentAt ?? null,
       acked_at: null,
-      attempts: 0,
+      attempts: opts.sentAt === undefined ? 0 : 1,
     })
     .execute();
   // PostgreSQL: wakes the hub process holding the daemon's connection, at commit (src/hub/cluster/bus.ts).
-  await notifyOutbox(db, daemonId);
-  return txId;
+  if (opts.sentAt === undefined) await notifyOutbox(db, daemonId);
+  return { tx_id: txId, path, body: text, last_sent_at: opts.sentAt ?? null };
 }
 
 /**
@@ -73,7 +80,7 @@ export function pendingCommands(
   daemonId: string,
   sentBefore: number,
   limit: number,
-): Promise<Pick<CommandOutboxTable, 'tx_id' | 'path' | 'body'>[]> {
+): Promise<StoredCommand[]> {
   return db
     .selectFrom('command_outbox')
     .select(['tx_id', 'path', 'body'])
@@ -95,13 +102,24 @@ export async function markSent(db: Kysely<DB>, txIds: string[], now: number): Pr
     .execute();
 }
 
-/** Records an ack. True when it was the first one (a repeated ack changes nothing). */
-export async function markAcked(
+/**
+ * Records acks, in one transaction. For each, true when it was the first one (a repeated ack, or a
+ * tx_id that is not that daemon's, changes nothing).
+ */
+export function markAcked(
   db: Kysely<DB>,
-  daemonId: string,
-  ack: AckFrame,
+  acks: readonly { daemonId: string; ack: AckFrame }[],
   now: number,
-): Promise<boolean> {
+): Promise<boolean[]> {
+  if (acks.length === 1) return Promise.all([markOneAcked(db, acks[0]!.daemonId, acks[0]!.ack, now)]);
+  return db.transaction().execute(async (trx) => {
+    const firsts: boolean[] = [];
+    for (const { daemonId, ack } of acks) firsts.push(await markOneAcked(trx, daemonId, ack, now));
+    return firsts;
+  });
+}
+
+function markOneAcked(db: Kysely<DB>, daemonId: string, ack: AckFrame, now: number): Promise<boolean> {
   return updateOne(
     db
       .updateTable('command_outbox')

@@ -252,8 +252,8 @@ describe('daemon tunnel', () => {
 
   it('sends commands written while the daemon was away on connect, oldest first, and again after a reconnect', async () => {
     const db = hub().db;
-    const a = await enqueueCommand(db, hub(), w.daemonId, 'teams/install', { n: 1 });
-    const b = await enqueueCommand(db, hub(), w.daemonId, 'teams/install', { n: 2 });
+    const a = (await enqueueCommand(db, hub(), w.daemonId, 'teams/install', { n: 1 })).tx_id;
+    const b = (await enqueueCommand(db, hub(), w.daemonId, 'teams/install', { n: 2 })).tx_id;
     const c1 = await connect();
     assert.equal((await c1.next('command')).tx_id, a);
     assert.equal((await c1.next('command')).tx_id, b);
@@ -266,7 +266,7 @@ describe('daemon tunnel', () => {
     c2.ack(b);
     await hub().tunnel.waitForAck(b);
     // A command written by another hub process (no wake here) is picked up by the scan.
-    const viaScan = await enqueueCommand(db, hub(), w.daemonId, 'teams/install', { n: 3 });
+    const viaScan = (await enqueueCommand(db, hub(), w.daemonId, 'teams/install', { n: 3 })).tx_id;
     assert.equal((await c2.next('command')).tx_id, viaScan);
     c2.ack(viaScan);
     await hub().tunnel.waitForAck(viaScan);

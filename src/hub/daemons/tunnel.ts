@@ -7,7 +7,16 @@ import { createLocalBus } from '../cluster/bus.js';
 import { errorBody } from '../http/errors.js';
 import { BODY_LIMIT } from '../http/limits.js';
 import type { BusHandlers, ClusterBus, CommandResult, Tunnel, TunnelEventMap } from '../ports.js';
-import { type Conn, flush, openConnection, pushRealmAcl, type TunnelDeps } from './connection.js';
+import {
+  type Conn,
+  canSendNow,
+  flush,
+  openConnection,
+  pushRealmAcl,
+  sendNow,
+  type TunnelDeps,
+  type TunnelState,
+} from './connection.js';
 import { loadDispatchKeys } from './dispatch.js';
 import { commandResult, loadCommand } from './outbox.repo.js';
 import { authenticateUpgrade, CONNECT_PATH, rejectUpgrade } from './upgrade.js';
@@ -34,7 +43,7 @@ export async function createTunnel(
   let closing: Promise<void> | null = null;
   let wss: WebSocketServer | null = null;
 
-  const state = {
+  const state: TunnelState = {
     deps,
     keys,
     instanceId,
@@ -45,6 +54,8 @@ export async function createTunnel(
       inflight.add(q);
       void q.finally(() => inflight.delete(q));
     },
+    calls: null,
+    acks: [],
   };
 
   /**
@@ -179,6 +190,8 @@ export async function createTunnel(
         daemonId: auth.daemon.id,
         realmId: auth.daemon.realm_id,
         orgId: auth.orgId,
+        authorization: req.headers.authorization ?? '',
+        ip: req.socket.remoteAddress ?? '',
         openedAt: at,
         alive: true,
         lastTouchAt: at,
@@ -201,6 +214,11 @@ export async function createTunnel(
     wake(daemonId) {
       const conn = conns.get(daemonId);
       if (conn) flush(state, conn);
+    },
+    canSendNow: (daemonId) => canSendNow(conns.get(daemonId)),
+    sendNow(daemonId, commands) {
+      const conn = conns.get(daemonId);
+      if (conn) state.track(sendNow(state, conn, commands), 'command send');
     },
     async pushAcl(scope) {
       await Promise.all([
@@ -252,7 +270,8 @@ export async function createTunnel(
         );
       });
     },
-    attach(app) {
+    attach(app, calls) {
+      state.calls = calls;
       wss = new WebSocketServer({ noServer: true, maxPayload: BODY_LIMIT });
       // A plain GET (no Upgrade header) reaches Fastify: answer it in the hub's error shapes.
       app.get(CONNECT_PATH, async (req, reply) => {

@@ -2,6 +2,7 @@ import { isTerminal, type RunState } from '../../shared/api/run-states.js';
 import { conflict } from '../../shared/errors.js';
 import type { AppendLogsBody, RenewLeaseBody, RunReportBody } from '../../shared/protocol.js';
 import type { DaemonActor } from '../access/actor.js';
+import { notifyRunChanged } from '../cluster/bus.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
 import { addHistory } from './history.repo.js';
@@ -182,6 +183,7 @@ export async function appendLogs(hub: Hub, actor: DaemonActor, input: AppendLogs
   return hub.db.transaction().execute(async (trx) => {
     const run = await heldRun(trx, actor, input.run_id, input.lease_epoch);
     const lastSeq = await appendLogLines(trx, run.run_id, input.lines, hub.now());
+    await notifyRunChanged(trx, run.realm_id, run.run_id);
     return { appended: input.lines.length, last_seq: lastSeq };
   });
 }

@@ -3,6 +3,7 @@ import type { DB } from '../../db/index.js';
 import type { RunHistoryTable, RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
 import type { Actor, HistoryEntry as HistoryOut } from '../../shared/api/runs.js';
+import { notifyRunChanged } from '../cluster/bus.js';
 import type { Hub } from '../context.js';
 import { recordEvent } from '../events/events.js';
 import { json, toJson } from './run.mapper.js';
@@ -55,6 +56,7 @@ export async function addHistory(
       data: toJson(e.data ?? null),
     })
     .execute();
+  await notifyRunChanged(db, run.realm_id, run.run_id);
   await recordEvent(db, hub, {
     type: e.type,
     org_id: run.org_id,

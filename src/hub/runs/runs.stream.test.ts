@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
-import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
+import { post, startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
@@ -13,7 +13,8 @@ describe('live updates: run and realm event streams', () => {
   let w: World;
   let d: TunnelClient;
   before(async () => {
-    h = await startTestHub();
+    // Changes must be pushed to the streams: their fallback read would come only after an hour.
+    h = await startTestHub({ config: { streamPollMs: 3_600_000 } });
     w = await buildWorld(h);
     await registerAgent(h, w.orgId, 'noop', 'noop.js');
     await registerTeam(h, w.orgId, 'solo', [{ name: 'only', agent: 'noop' }]);
@@ -50,7 +51,7 @@ describe('live updates: run and realm event streams', () => {
         as,
       );
     await report('started');
-    return { runId, report, log };
+    return { runId, epoch, report, log };
   }
 
   const runStream = (runId: string) => `${h.url}/v1/runs/${runId}/events`;
@@ -150,5 +151,37 @@ describe('live updates: run and realm event streams', () => {
     controller.abort();
     const mine = states.filter((s) => s.run_id === first.runId).map((s) => s.state);
     assert.equal(mine.at(-1), 'succeeded');
+  });
+
+  it('a change made through another hub process reaches the stream on this one at once', {
+    skip: process.env.SVC_TEST_DB !== 'postgres' && 'several hub processes need PostgreSQL',
+  }, async () => {
+    const other = await h.startAnother({ config: { streamPollMs: 3_600_000 } });
+    try {
+      const { runId, epoch } = await startedRun();
+      const states: string[] = [];
+      let opened!: () => void;
+      const open = new Promise<void>((resolve) => (opened = resolve));
+      const following = followEvents(runStream(runId), {
+        token: w.tokens.realm_member,
+        onOpen: () => opened(),
+        onEvent(e) {
+          if (e.event === 'state') states.push((e.data as { state: string }).state);
+          return false;
+        },
+      });
+      await open;
+      // Through the other process only: this one hears of it from PostgreSQL's notification.
+      const r = await post(
+        `${other.url}/v1/runs/report`,
+        { run_id: runId, lease_epoch: epoch, event: 'succeeded' },
+        w.tokens.realm_token,
+      );
+      assert.equal(r.body?.ok, true, JSON.stringify(r.body));
+      await following; // the stream ends after the final state
+      assert.equal(states.at(-1), 'succeeded');
+    } finally {
+      await other.close();
+    }
   });
 });

@@ -5,6 +5,7 @@ import { isTerminal } from '../../shared/api/run-states.js';
 import { AppError } from '../../shared/errors.js';
 import { requireRealm } from '../access/access.service.js';
 import { authenticate } from '../auth/authenticate.js';
+import { runFeed } from '../cluster/bus.js';
 import type { Hub } from '../context.js';
 import { historyAfter, realmChangesAfter } from './history.repo.js';
 import { logLinesAfter } from './logs.repo.js';
@@ -15,12 +16,12 @@ import { loadRun, loadRuns } from './runs.repo.js';
  * Live updates as server-sent events (CONTRACT.md §14):
  *   GET /v1/runs/<run_id>/events     — `state` (the Run), `history` (one entry), `log` (one line)
  *   GET /v1/realms/<realm_id>/events — `state` of every run of the realm that changes
- * Each stream reads the database (so a change made through any hub process appears) every
- * POLL_MS while it is open, and sends only what is new. Event ids are cursors: a client that
- * reconnects with `Last-Event-ID` gets what came after, without gaps or repeats.
+ * Each stream reads the database when its run (or realm) changes, on whichever hub process the change
+ * was made (`runFeed`, src/hub/cluster/bus.ts), and at least every `streamPollMs` in case a notification was
+ * lost; it sends only what is new. Event ids are cursors: a client that reconnects with
+ * `Last-Event-ID` gets what came after, without gaps or repeats.
  */
 
-export const POLL_MS = 200;
 const KEEPALIVE_MS = 15_000;
 const BATCH = 500;
 const runParams = z.object({ run_id: z.string().min(1).max(100) });
@@ -46,7 +47,7 @@ export function registerRunStreams(app: FastifyInstance, hub: Hub): void {
     const actor = await authenticate(hub, req.headers.authorization);
     await visibleRun(hub, actor, run_id, 'runs.view');
     let cursor = decodeRunCursor(lastEventId(req));
-    const s = start(reply, req, open);
+    const s = start(reply, req, { open, pollMs: hub.config.streamPollMs }, (_realm, run) => run === run_id);
     let sent = '';
     await s.loop(async () => {
       const history = await historyAfter(hub.db, run_id, cursor.history, BATCH);
@@ -81,7 +82,7 @@ export function registerRunStreams(app: FastifyInstance, hub: Hub): void {
       throw new AppError('invalid_params', 'Last-Event-ID is not an event id of this stream');
     // Without Last-Event-ID: changes from now on (history ids are time-ordered).
     let cursor = given ?? hub.newId();
-    const s = start(reply, req, open);
+    const s = start(reply, req, { open, pollMs: hub.config.streamPollMs }, (realm) => realm === realm_id);
     await s.loop(async () => {
       const changes = await realmChangesAfter(hub.db, realm_id, cursor, BATCH);
       if (changes.length === 0) return true;
@@ -118,12 +119,21 @@ function lastEventId(req: FastifyRequest): string | undefined {
 
 interface Stream {
   event(type: string, id: string, data: unknown): void;
-  /** Calls `step` every POLL_MS until it answers false, the client goes or the hub closes. */
+  /**
+   * Calls `step` at once, then whenever a change it cares for arrives (or `pollMs` passed), until it
+   * answers false, the client goes or the hub closes.
+   */
   loop(step: () => Promise<boolean>): Promise<void>;
   end(): void;
 }
 
-function start(reply: FastifyReply, req: FastifyRequest, open: Set<Stream>): Stream {
+function start(
+  reply: FastifyReply,
+  req: FastifyRequest,
+  streams: { open: Set<Stream>; pollMs: number },
+  concerns: (realmId: string, runId: string) => boolean,
+): Stream {
+  const { open, pollMs } = streams;
   reply.hijack();
   const res: ServerResponse = reply.raw;
   res.writeHead(200, {
@@ -135,6 +145,14 @@ function start(reply: FastifyReply, req: FastifyRequest, open: Set<Stream>): Str
   res.write(`retry: 1000\n\n`);
   let ended = false;
   let wake: (() => void) | null = null;
+  // A change that arrives while a step runs makes the next step start at once.
+  let changed = false;
+  const onChange = (realmId: string, runId: string) => {
+    if (!concerns(realmId, runId)) return;
+    changed = true;
+    wake?.();
+  };
+  runFeed.on('change', onChange);
   const stream: Stream = {
     event(type, id, data) {
       if (!ended) res.write(`id: ${id}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
@@ -143,15 +161,22 @@ function start(reply: FastifyReply, req: FastifyRequest, open: Set<Stream>): Str
       let quietSince = Date.now();
       try {
         while (!ended) {
+          changed = false;
           if (!(await step())) break;
           if (Date.now() - quietSince >= KEEPALIVE_MS) {
             res.write(': keep-alive\n\n');
             quietSince = Date.now();
           }
+          if (ended) break;
+          if (changed) continue;
           await new Promise<void>((resolve) => {
-            wake = resolve;
-            setTimeout(resolve, POLL_MS).unref();
+            const timer = setTimeout(resolve, pollMs);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
           });
+          wake = null;
         }
       } catch (err) {
         req.log.error({ err, url: req.url }, 'event stream failed');
@@ -162,6 +187,7 @@ function start(reply: FastifyReply, req: FastifyRequest, open: Set<Stream>): Str
     end() {
       if (ended) return;
       ended = true;
+      runFeed.off('change', onChange);
       open.delete(stream);
       wake?.();
       res.end();
