@@ -27,6 +27,12 @@ export interface OpenOptions {
 const PG_INT8 = 20;
 const PG_NUMERIC = 1700;
 
+/** Whether a database handle (or a transaction of it) talks to PostgreSQL. */
+// biome-ignore lint/suspicious/noExplicitAny: works for any schema
+export function isPostgres(db: Kysely<any>): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
+}
+
 export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//.test(url);
 }
@@ -146,10 +152,9 @@ export async function migrate(
 ): Promise<void> {
   // Kysely looks for its own tables in every schema unless told which one: on PostgreSQL, name the
   // connection's schema, or a database holding other schemas (one per test file) fools it.
-  const migrationTableSchema =
-    db.getExecutor().adapter instanceof PostgresAdapter
-      ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s
-      : undefined;
+  const migrationTableSchema = isPostgres(db)
+    ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s
+    : undefined;
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
-import { type Kysely, PostgresAdapter, sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
+import { isPostgres } from '../../db/index.js';
 import type { Logger } from '../../shared/logger.js';
 import type { BusEventMap, BusHandlers, BusMessage, ClusterBus } from '../ports.js';
 
@@ -43,9 +44,6 @@ runFeed.setMaxListeners(0);
 function channelExpr(base: string): string {
   return `left(case when coalesce(current_schema(), 'public') = 'public' then '${base}' else '${base}.' || current_schema() end, 63)`;
 }
-
-// biome-ignore lint/suspicious/noExplicitAny: works for any schema
-const isPostgres = (db: Kysely<any>) => db.getExecutor().adapter instanceof PostgresAdapter;
 
 /**
  * Wakes the process holding the daemon's connection (PostgreSQL; nothing on SQLite). Call it in the

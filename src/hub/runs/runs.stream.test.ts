@@ -7,6 +7,8 @@ import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-c
 import { buildWorld, type World } from '../../../test/helpers/world.js';
 import { followEvents, type StreamEvent, StreamRefused } from '../../shared/api/event-stream.js';
 import type { OfferJobBody } from './dispatch.service.js';
+import { addHistory } from './history.repo.js';
+import { loadRun } from './runs.repo.js';
 
 describe('live updates: run and realm event streams', () => {
   let h: TestHub;
@@ -183,5 +185,54 @@ describe('live updates: run and realm event streams', () => {
     } finally {
       await other.close();
     }
+  });
+
+  it('a realm stream on PostgreSQL sends a change whose transaction commits after a later one was sent', {
+    skip: process.env.SVC_TEST_DB !== 'postgres' && 'SQLite commits one transaction at a time',
+  }, async () => {
+    const hub = h.running.hub;
+    const slow = await startedRun();
+    const quick = await startedRun();
+    const seen: { run_id: string; state: string }[] = [];
+    let opened!: () => void;
+    const open = new Promise<void>((resolve) => (opened = resolve));
+    let sawSlow!: () => void;
+    const slowSeen = new Promise<void>((resolve) => (sawSlow = resolve));
+    const controller = new AbortController();
+    const following = followEvents(`${h.url}/v1/realms/${w.realmId}/events`, {
+      token: w.tokens.realm_member,
+      signal: controller.signal,
+      onOpen: () => opened(),
+      onEvent(e) {
+        const run = e.data as { run_id: string; state: string };
+        seen.push(run);
+        if (run.run_id === slow.runId) sawSlow();
+        return false;
+      },
+    });
+    await open;
+    // An entry of `slow` gets its id first, but its transaction commits last.
+    let written!: () => void;
+    const inserted = new Promise<void>((resolve) => (written = resolve));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const row = (await loadRun(hub.db, slow.runId))!;
+    const late = hub.db.transaction().execute(async (trx) => {
+      await addHistory(trx, hub, row, 'running', { type: 'run.note', actor: null });
+      written();
+      await held;
+    });
+    await inserted;
+    await quick.report('succeeded');
+    while (!seen.some((x) => x.run_id === quick.runId && x.state === 'succeeded')) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    release();
+    await late;
+    await slowSeen;
+    controller.abort();
+    await following.catch(() => {});
+    assert.ok(seen.some((x) => x.run_id === slow.runId));
+    await slow.report('succeeded');
   });
 });
