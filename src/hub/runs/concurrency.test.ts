@@ -29,15 +29,29 @@ describe('concurrency slots', () => {
     await h?.close();
   });
 
-  const start = async () =>
+  const start = async (key = 'slots', more: Record<string, unknown> = {}) =>
     (
       await h.ok('runs/new', {
         realm_id: w.realmId,
         team: 'solo',
-        concurrency_key: 'slots',
+        concurrency_key: key,
         concurrency_limit: 1,
+        ...more,
       })
     ).data;
+  /** As if the daemon had taken the run and then stopped renewing its lease. */
+  const heldThenSilent = (runIds: string[], more: { run_deadline_at?: number } = {}) =>
+    h.running.hub.db
+      .updateTable('runs')
+      .set({
+        state: 'running',
+        daemon_id: w.daemonId,
+        lease_epoch: 1,
+        lease_expires_at: Date.now() - 1,
+        ...more,
+      })
+      .where('run_id', 'in', runIds)
+      .execute();
   const state = async (id: string) => (await h.ok('runs/get_by_id', { run_id: id })).data;
 
   it('a lost run frees its slot for the next waiting run at once', async () => {
@@ -46,12 +60,7 @@ describe('concurrency slots', () => {
     const b = await start();
     assert.equal(b.state, 'queued');
     assert.deepEqual(b.waiting_for, { key: 'concurrency_key', value: 'slots', limit: 1, running: 1 });
-    // As if the daemon had taken A and then stopped renewing its lease.
-    await h.running.hub.db
-      .updateTable('runs')
-      .set({ state: 'running', daemon_id: w.daemonId, lease_epoch: 1, lease_expires_at: Date.now() - 1 })
-      .where('run_id', '=', a.run_id)
-      .execute();
+    await heldThenSilent([a.run_id]);
     assert.equal(await sweepLeases(h.running.hub), 1);
     assert.equal((await state(a.run_id)).state, 'lost');
     const next = await state(b.run_id);
@@ -81,5 +90,20 @@ describe('concurrency slots', () => {
     const pass = await redispatchRuns(h.running.hub);
     assert.equal(pass.admitted, 1);
     assert.equal((await state(c.run_id)).state, 'offered');
+  });
+
+  it('a run past its deadline whose lease expires is terminated for run_timeout, and frees its slot', async () => {
+    const a = await start('deadline', { timeout_ms: 60_000 });
+    const b = await start('deadline');
+    assert.equal(b.state, 'queued');
+    // Its deadline passed and its daemon went silent before the deadline pass could cancel it.
+    await heldThenSilent([a.run_id], { run_deadline_at: Date.now() - 1 });
+    assert.equal(await sweepLeases(h.running.hub), 1);
+    const ended = (await h.ok('runs/get_by_id', { run_id: a.run_id, with_history: true })).data;
+    assert.equal(ended.state, 'terminated');
+    assert.equal(ended.error, 'run_timeout');
+    assert.equal(ended.force_terminate.terminated_reason, 'run_timeout');
+    assert.ok(!ended.history.some((e: { type: string }) => e.type === 'run.lost'), 'not lost on the way');
+    assert.equal((await state(b.run_id)).state, 'offered');
   });
 });

@@ -11,7 +11,7 @@ import { mustTransition, transition } from './lifecycle.js';
 import { withdrawQueueItem } from './queue.repo.js';
 import { managedRun, showRun, showRunNow } from './read.service.js';
 import { json, type PendingControl, userActor } from './run.mapper.js';
-import { liveChildren, updateRunRow } from './runs.repo.js';
+import { liveChildren, type RunGuard, updateRunRow } from './runs.repo.js';
 
 /** People acting on runs: cancel, resume and force-terminate. */
 
@@ -133,14 +133,16 @@ export async function forceTerminate(hub: Hub, actor: Actor | null, runId: strin
 }
 
 /**
- * Ends a run as `terminated` in the caller's transaction (runs/force_terminate, or the deadline
- * sweeper when a timed-out run's daemon does not confirm the cancel). False when it moved meanwhile.
+ * Ends a run as `terminated` in the caller's transaction (runs/force_terminate, or the deadlines
+ * when a timed-out run's daemon does not confirm the cancel: then with its `error` and `guard`).
+ * False when it moved meanwhile.
  */
 export async function terminateIn(
   tx: Tx,
   run: RunsTable,
   by: { actor: HistoryActor; user_id: string | null },
   reason: string,
+  more: { error?: string; guard?: RunGuard } = {},
 ): Promise<boolean> {
   // A new epoch fences the old holder: its late reports are refused.
   const moved = await transition(tx, run, 'terminated', {
@@ -150,7 +152,9 @@ export async function terminateIn(
       terminated_reason: reason,
       pending_control: null,
       lease_epoch: run.lease_epoch + 1,
+      ...(more.error ? { error: more.error } : {}),
     },
+    ...(more.guard ? { guard: more.guard } : {}),
     history: { error: reason, actor: by.actor },
   });
   // If its daemon comes back, it stops whatever is left of the run.
