@@ -4,6 +4,7 @@ import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
+import { admitAllWaiting } from './admission.service.js';
 import { sweepLeases } from './daemon.service.js';
 import { redispatchRuns } from './redispatch.service.js';
 
@@ -105,5 +106,27 @@ describe('concurrency slots', () => {
     assert.equal(ended.force_terminate.terminated_reason, 'run_timeout');
     assert.ok(!ended.history.some((e: { type: string }) => e.type === 'run.lost'), 'not lost on the way');
     assert.equal((await state(b.run_id)).state, 'offered');
+  });
+
+  it('the re-dispatch pass admits the waiting runs of every group, page after page', async () => {
+    // Twelve full groups, walked five at a time: three pages.
+    const holders: string[] = [];
+    const waiters: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      holders.push((await start(`page-${i}`)).run_id);
+      const w = await start(`page-${i}`);
+      assert.equal(w.state, 'queued');
+      waiters.push(w.run_id);
+    }
+    assert.equal(await admitAllWaiting(h.running.hub, 5), 0, 'full groups admit nothing');
+    // Every holder ends behind the lifecycle's back: only the periodic pass can free their slots.
+    await h.running.hub.db
+      .updateTable('runs')
+      .set({ state: 'failed' })
+      .where('run_id', 'in', holders)
+      .execute();
+    assert.equal(await admitAllWaiting(h.running.hub, 5), 12);
+    for (const id of waiters) assert.equal((await state(id)).state, 'offered');
+    assert.equal(await admitAllWaiting(h.running.hub, 5), 0, 'full again');
   });
 });

@@ -145,7 +145,7 @@ export function waitingInGroup(db: Kysely<DB>, group: string, limit: number) {
   return db
     .selectFrom('run_groups as g')
     .innerJoin('runs as r', 'r.run_id', 'g.run_id')
-    .select('r.run_id')
+    .select(['r.run_id', 'r.concurrency'])
     .where('g.group_key', '=', group)
     .where('r.state', '=', 'queued')
     .orderBy('r.priority', 'desc')
@@ -155,15 +155,35 @@ export function waitingInGroup(db: Kysely<DB>, group: string, limit: number) {
     .execute();
 }
 
-/** Groups that have queued runs (the periodic pass admits their waiting runs). */
-export async function groupsWithWaitingRuns(db: Kysely<DB>, limit: number): Promise<string[]> {
+/** A group with queued runs, and its slots in use. */
+export interface GroupWithWaiting {
+  group: string;
+  used: number;
+}
+
+/**
+ * Groups that have queued runs, a page at a time in the order of their names after `after` (the
+ * periodic pass walks through all of them), each with its slots in use. Read from the runs that
+ * have not ended, so finished runs of a group cost nothing here.
+ */
+export async function groupsWithWaitingRuns(
+  db: Kysely<DB>,
+  after: string | null,
+  limit: number,
+): Promise<GroupWithWaiting[]> {
   const rows = await db
-    .selectFrom('run_groups as g')
-    .innerJoin('runs as r', 'r.run_id', 'g.run_id')
-    .select('g.group_key')
-    .distinct()
-    .where('r.state', '=', 'queued')
+    .selectFrom('runs as r')
+    .innerJoin('run_groups as g', 'g.run_id', 'r.run_id')
+    .select((eb) => [
+      'g.group_key',
+      eb.fn.sum<number | string>(eb.case().when('r.state', 'in', HOLDING).then(1).else(0).end()).as('used'),
+    ])
+    .where('r.state', 'in', ['queued', ...HOLDING])
+    .$if(after !== null, (q) => q.where('g.group_key', '>', after!))
+    .groupBy('g.group_key')
+    .having((eb) => eb.fn.sum(eb.case().when('r.state', '=', 'queued').then(1).else(0).end()), '>', 0)
+    .orderBy('g.group_key')
     .limit(limit)
     .execute();
-  return rows.map((r) => r.group_key);
+  return rows.map((r) => ({ group: r.group_key, used: Number(r.used) }));
 }
