@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RunningDaemon } from '../../src/daemon/main.js';
+import { TEST_DB } from '../helpers/db.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { agentDir, allowOrgTeams, ended, registerAgent, registerTeam, waitForRun } from '../helpers/runs.js';
+import { maxConcurrent, shStampAgent, spans, writeShStamp } from '../helpers/stamps.js';
 import { until } from '../helpers/until.js';
 import { buildWorld, type World } from '../helpers/world.js';
 import { daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
@@ -25,42 +27,6 @@ const done = () => { fs.writeFileSync(base + '.end', String(Date.now())); proces
 if (inputs.release) {
   const t = setInterval(() => { if (fs.existsSync(inputs.release)) { clearInterval(t); done(); } }, 20);
 } else setTimeout(done, inputs.ms ?? 0);`;
-
-interface Span {
-  run: string;
-  start: number;
-  end: number;
-}
-
-function spans(dir: string): Span[] {
-  const out: Span[] = [];
-  for (const f of readdirSync(dir).filter((n) => n.endsWith('.start'))) {
-    const run = f.slice(0, -'.start'.length);
-    const end = path.join(dir, `${run}.end`);
-    out.push({
-      run,
-      start: Number(readFileSync(path.join(dir, f), 'utf8')),
-      end: existsSync(end) ? Number(readFileSync(end, 'utf8')) : Number.POSITIVE_INFINITY,
-    });
-  }
-  return out;
-}
-
-/** The most agents alive at once; at equal stamps an end comes first (a slot frees after it). */
-function maxConcurrent(s: Span[]): number {
-  const events = s.flatMap((x) => [
-    { at: x.start, d: 1 },
-    { at: x.end, d: -1 },
-  ]);
-  events.sort((a, b) => a.at - b.at || a.d - b.d);
-  let now = 0;
-  let max = 0;
-  for (const e of events) {
-    now += e.d;
-    max = Math.max(max, now);
-  }
-  return max;
-}
 
 describe('concurrency groups, priority and deadlines', () => {
   let h: TestHub;
@@ -96,34 +62,47 @@ describe('concurrency groups, priority and deadlines', () => {
     agents.cleanup();
   });
 
-  it('60 runs in a group of limit 3 never run more than 3 at once, and all finish', async () => {
+  it('200 runs in a group of limit 3 never run more than 3 at once, and all finish', {
+    skip: TEST_DB === 'postgres' && 'on PostgreSQL with two hub processes: concurrency-sigkill.test.ts',
+  }, async () => {
     const dir = stampDir();
-    const release = path.join(dir, 'release');
-    const group = { concurrency_key: 'sixty', concurrency_limit: 3 };
-    // The first three hold their slots until all three are alive: the group fills up.
+    // Agents as cheap as they get (/bin/sh): the test costs little beyond the runs' own dispatch.
+    const script = writeShStamp(agents.dir);
+    for (const [name, hold] of [
+      ['tick-hold', true],
+      ['tick', false],
+    ] as const) {
+      await h.ok('agents/register', {
+        org_id: w.orgId,
+        manifest: shStampAgent(name, script, dir, { ms: 40, hold }),
+      });
+      await registerTeam(h, w.orgId, name, [{ name: 'work', agent: name }]);
+    }
+    const group = { realm_id: w.realmId, concurrency_key: 'two-hundred', concurrency_limit: 3 };
+    // The first three hold their slots until released: the group fills up.
     const runs = [];
-    for (let i = 0; i < 3; i++) runs.push(await start({ inputs: { dir, release }, ...group }));
+    for (let i = 0; i < 3; i++) runs.push((await h.ok('runs/new', { ...group, team: 'tick-hold' })).data);
     await until('three alive', async () => spans(dir).length === 3);
-    // The other 57, ten at a time: the group, not the pace of the test, decides what runs.
-    for (let i = 3; i < 60; i += 10) {
-      const batch = Array.from({ length: Math.min(10, 60 - i) }, () =>
-        start({ inputs: { dir, ms: 30 }, ...group }),
+    // The other 197, ten at a time: the group, not the pace of the test, decides what runs.
+    for (let i = 3; i < 200; i += 10) {
+      const batch = Array.from({ length: Math.min(10, 200 - i) }, () =>
+        h.ok('runs/new', { ...group, team: 'tick' }).then((r) => r.data),
       );
       runs.push(...(await Promise.all(batch)));
     }
     assert.equal(spans(dir).length, 3, 'no fourth run started while three held the slots');
-    writeFileSync(release, '');
     assert.ok(
-      runs.some((r) => r.waiting_for?.limit === 3 && r.waiting_for.key === 'concurrency_key'),
+      runs.slice(3).every((r) => r.state === 'queued' && r.waiting_for?.limit === 3),
       'later runs wait for the group',
     );
+    writeFileSync(path.join(dir, 'release'), '');
     for (const r of runs) {
-      const done = await waitForRun(h, r.run_id, ended, 60_000);
+      const done = await waitForRun(h, r.run_id, ended, 120_000);
       assert.equal(done.state, 'succeeded', JSON.stringify(done.error));
       assert.equal(done.waiting_for, null);
     }
     const s = spans(dir);
-    assert.equal(s.length, 60);
+    assert.equal(s.length, 200);
     const max = maxConcurrent(s);
     assert.equal(max, 3, `at most 3 at once, and 3 when they held their slots; saw ${max}`);
   });
