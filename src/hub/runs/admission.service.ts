@@ -1,6 +1,6 @@
 import type { RunsTable } from '../../db/schema.js';
 import type { Hub, Tx } from '../context.js';
-import { groupsOf, groupsWithWaitingRuns, waitingInGroup } from './concurrency.js';
+import { groupsOf, groupsWithWaitingRuns, leaveGroups, waitingInGroup } from './concurrency.js';
 import { dispatchRun } from './dispatch.service.js';
 
 /**
@@ -41,11 +41,15 @@ export async function admitWaiting(hub: Hub, groups: readonly string[]): Promise
   return dispatched;
 }
 
-/** A `runEnded` hook: the run's slots are free once its transaction commits; waiting runs take them. */
-export function freeSlotsOfEndedRun(tx: Tx, run: RunsTable): Promise<void> {
+/**
+ * A `runEnded` hook: the run leaves its groups, its slots are free once its transaction commits,
+ * and waiting runs take them.
+ */
+export async function freeSlotsOfEndedRun(tx: Tx, run: RunsTable): Promise<void> {
   const groups = groupsOf(run).map((g) => g.group);
-  if (groups.length) tx.afterCommit(() => admitWaiting(tx.hub, groups));
-  return Promise.resolve();
+  if (groups.length === 0) return;
+  await leaveGroups(tx.db, run.run_id);
+  tx.afterCommit(() => admitWaiting(tx.hub, groups));
 }
 
 /** The periodic pass: every group with queued runs, page after page, admits what its free slots allow. */

@@ -129,4 +129,24 @@ describe('concurrency slots', () => {
     for (const id of waiters) assert.equal((await state(id)).state, 'offered');
     assert.equal(await admitAllWaiting(h.running.hub, 5), 0, 'full again');
   });
+
+  it('an ended run leaves its groups; resumed, it joins them again and waits for a slot', async () => {
+    const rows = async (id: string) =>
+      (await h.running.hub.db.selectFrom('run_groups').select('group_key').where('run_id', '=', id).execute())
+        .length;
+    const a = await start('resume');
+    const b = await start('resume');
+    assert.equal(b.state, 'queued');
+    await h.ok('runs/cancel', { run_id: a.run_id });
+    assert.equal(await rows(a.run_id), 0, 'its groups name only runs that have not ended');
+    assert.equal((await state(b.run_id)).state, 'offered');
+    const resumed = (await h.ok('runs/resume', { run_id: a.run_id })).data;
+    assert.equal(resumed.state, 'queued');
+    assert.deepEqual(resumed.waiting_for, { key: 'concurrency_key', value: 'resume', limit: 1, running: 1 });
+    await h.ok('runs/cancel', { run_id: b.run_id });
+    assert.equal((await state(a.run_id)).state, 'offered');
+    // It holds the slot as any run of the group does.
+    const c = await start('resume');
+    assert.deepEqual(c.waiting_for, { key: 'concurrency_key', value: 'resume', limit: 1, running: 1 });
+  });
 });

@@ -8,10 +8,13 @@ import { json } from './run.mapper.js';
 /**
  * Concurrency groups (CONTRACT.md §11). A run belongs to the groups its team definition names
  * (`concurrency: [{key, limit}]`) and to the one `runs/new` names (`concurrency_key`,
- * `concurrency_limit`). Its groups are rows of `run_groups`, written in the run's own transaction,
- * and a group's slots in use are the runs of the group that a daemon was given and that have not
- * ended (offered, assigned, running, awaiting_input): counted from the runs' states, never kept in
- * a counter, so a run that ends however it ends (a hub process dying included) frees its slot.
+ * `concurrency_limit`). A group's slots in use are the runs of the group that a daemon was given
+ * and that have not ended (offered, assigned, running, awaiting_input): counted from the runs'
+ * states, never kept in a counter, so a run that ends however it ends (a hub process dying
+ * included) frees its slot. Which runs are in a group is said by the rows of `run_groups`, kept
+ * while a run has not ended: written in its creation transaction, removed in the transaction that
+ * ends it, written again when it is resumed. So a group's queries read its live runs, never its
+ * history; a row left behind changes nothing, the runs' states decide.
  *
  * Admission happens in the transaction that dispatches the run: on PostgreSQL it first takes a
  * transaction-level advisory lock per group (in one order, so two processes never deadlock), then
@@ -95,6 +98,22 @@ export async function insertRunGroups(db: Kysely<DB>, runId: string, groups: Run
   await db
     .insertInto('run_groups')
     .values(groups.map((g) => ({ run_id: runId, group_key: g.group })))
+    .execute();
+}
+
+/** A run that ends leaves its groups, in the transaction that ends it. */
+export async function leaveGroups(db: Kysely<DB>, runId: string): Promise<void> {
+  await db.deleteFrom('run_groups').where('run_id', '=', runId).execute();
+}
+
+/** A resumed run is in its groups again, in the transaction that resumes it. */
+export async function rejoinGroups(db: Kysely<DB>, run: RunsTable): Promise<void> {
+  const groups = groupsOf(run);
+  if (groups.length === 0) return;
+  await db
+    .insertInto('run_groups')
+    .values(groups.map((g) => ({ run_id: run.run_id, group_key: g.group })))
+    .onConflict((oc) => oc.doNothing())
     .execute();
 }
 

@@ -5,6 +5,7 @@ import { AppError, conflict } from '../../shared/errors.js';
 import type { Actor } from '../access/actor.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
+import { rejoinGroups } from './concurrency.js';
 import { dispatchRun } from './dispatch.service.js';
 import { addHistory } from './history.repo.js';
 import { mustTransition, transition } from './lifecycle.js';
@@ -91,8 +92,8 @@ export async function resumeRun(hub: Hub, actor: Actor | null, runId: string) {
     requested_by: user.user.id,
     requested_at: hub.now(),
   };
-  await inTx(hub, (tx) =>
-    mustTransition(tx, run, 'queued', {
+  await inTx(hub, async (tx) => {
+    await mustTransition(tx, run, 'queued', {
       set: {
         daemon_id: null,
         queue_item_id: null,
@@ -109,8 +110,10 @@ export async function resumeRun(hub: Hub, actor: Actor | null, runId: string) {
         waiting_for: null,
       },
       history: { type: 'run.resume_requested', actor: userActor(user.user) },
-    }),
-  );
+    });
+    // Back in its concurrency groups: it waits for, and takes, their slots again.
+    await rejoinGroups(tx.db, run);
+  });
   await dispatchRun(hub, run.run_id);
   return showRunNow(hub, run.run_id);
 }
