@@ -7,17 +7,18 @@ import path from 'node:path';
  */
 
 /**
- * A /bin/sh agent, as cheap as an agent gets: `sh <script> <dir> <seconds> <hold|go>` stamps its
- * start, sleeps `seconds` (0: not at all), and with `hold` waits until `<dir>/release` exists or its
- * daemon is gone (its parent process: the agents of a daemon killed with SIGKILL end too, as they
- * would with the daemon's machine going down), then stamps its end. Stopped (SIGTERM), it stamps
- * its end and fails.
+ * A /bin/sh agent, as cheap as an agent gets: `sh <script> <dir> <seconds> <go|hold|freeze>` stamps
+ * its start, sleeps `seconds` (0: not at all), and with `hold` waits until `<dir>/release` exists or
+ * its daemon is gone (its parent process: the agents of a daemon killed with SIGKILL end too, as
+ * they would with the daemon's machine going down), then stamps its end. `freeze` first stops its
+ * daemon (SIGSTOP), then holds. Stopped (SIGTERM), it stamps its end and fails.
  */
 const SH_STAMP = `d="$1"
 trap 'date +%s%3N > "$d/$SVC_RUN_ID.end"; exit 1' TERM
 date +%s%3N > "$d/$SVC_RUN_ID.start"
+if [ "$3" = freeze ]; then kill -STOP "$PPID"; fi
 if [ "$2" != 0 ]; then sleep "$2"; fi
-if [ "$3" = hold ]; then
+if [ "$3" != go ]; then
   while [ ! -e "$d/release" ] && kill -0 "$PPID" 2>/dev/null; do sleep 0.02; done
 fi
 date +%s%3N > "$d/$SVC_RUN_ID.end"
@@ -35,10 +36,11 @@ export function shStampAgent(
   name: string,
   script: string,
   stamps: string,
-  opts: { ms?: number; hold?: boolean } = {},
+  opts: { ms?: number; hold?: boolean; freezeDaemon?: boolean } = {},
 ) {
   const seconds = opts.ms ? (opts.ms / 1000).toFixed(3) : '0';
-  const command = ['/bin/sh', script, stamps, seconds, opts.hold ? 'hold' : 'go'];
+  const mode = opts.freezeDaemon ? 'freeze' : opts.hold ? 'hold' : 'go';
+  const command = ['/bin/sh', script, stamps, seconds, mode];
   return { name, version: '1.0.0', agent_type: 'exec', command };
 }
 

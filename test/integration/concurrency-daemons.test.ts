@@ -12,8 +12,8 @@ import { buildWorld, type World } from '../helpers/world.js';
 import { daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
 
 /**
- * Slots held by a real `svc daemon` process that stops answering. Frozen (SIGSTOP) past a run's
- * `timeout_ms`, the run is `terminated` with `run_timeout`, its cancel never confirmed; resumed,
+ * Slots held by a real `svc daemon` process that stops answering. Frozen (SIGSTOP, by its own
+ * agent, so the freeze never races the deadline) past a run's `timeout_ms`, the run is `terminated` with `run_timeout`, its cancel never confirmed; resumed,
  * the daemon stops that run's agent. Killed (SIGKILL), its runs end `lost` when their lease
  * expires. Either way the group's waiting runs then start on a daemon that is alive (an in-process
  * one, which alone has their team installed). Leases are short so that this takes seconds.
@@ -29,8 +29,12 @@ describe('a daemon process that freezes or dies frees its runs’ slots', () => 
   const script = writeShStamp(agents.dir);
 
   /** A team of one /bin/sh agent stamping into `dir`, installed on `daemonId` only. */
-  const stampTeam = async (name: string, daemonId: string, hold: boolean) => {
-    await h.ok('agents/register', { org_id: w.orgId, manifest: shStampAgent(name, script, dir, { hold }) });
+  const stampTeam = async (
+    name: string,
+    daemonId: string,
+    opts: { hold?: boolean; freezeDaemon?: boolean } = {},
+  ) => {
+    await h.ok('agents/register', { org_id: w.orgId, manifest: shStampAgent(name, script, dir, opts) });
     const team = (
       await h.ok('teams/register', {
         org_id: w.orgId,
@@ -73,9 +77,11 @@ describe('a daemon process that freezes or dies frees its runs’ slots', () => 
       },
     });
     await victim.waitFor(/"msg":"connected to the hub"/);
-    // Runs of `on-victim` can only go to the process, runs of `elsewhere` only to the live daemon.
-    await stampTeam('on-victim', dt.daemon_id, true);
-    await stampTeam('elsewhere', w.daemonId, false);
+    // Runs of `on-victim` and `freezing` can only go to the process, runs of `elsewhere` only to
+    // the live daemon.
+    await stampTeam('on-victim', dt.daemon_id, { hold: true });
+    await stampTeam('freezing', dt.daemon_id, { freezeDaemon: true });
+    await stampTeam('elsewhere', w.daemonId);
   });
   after(async () => {
     // Agents still waiting (after a failed test) let go.
@@ -90,30 +96,36 @@ describe('a daemon process that freezes or dies frees its runs’ slots', () => 
   });
 
   it('SIGSTOP past timeout_ms: the run is terminated with run_timeout, its slot goes on', async () => {
-    // The deadline (1 s) comes well before the lease (2 s) runs out.
-    await h.ok('settings/set', { key: 'runs.lease_ms', value: '2000' });
-    const slow = await start('on-victim', 'frozen', 1, { timeout_ms: 1000 });
-    await waitForRun(h, slow.run_id, (x) => x.state === 'running');
+    // The lease (3.5 s from its start) outlasts the deadline (2.5 s from its creation): the
+    // deadline's cancel reaches a daemon that cannot answer, whose lease then runs out.
+    await h.ok('settings/set', { key: 'runs.lease_ms', value: '3500' });
+    // Its agent stops its daemon (SIGSTOP) as it starts. The socket stays open, so the hub still
+    // sees the daemon online: only the deadline and the lease speak.
+    const slow = await start('freezing', 'frozen', 1, { timeout_ms: 2500 });
     const next = await start('elsewhere', 'frozen', 1);
     assert.equal(next.state, 'queued');
-
-    // Its socket stays open, so the hub still sees it online: only the deadline and the lease speak.
-    victim.child.kill('SIGSTOP');
-    const done = await waitForRun(h, slow.run_id, ended, 15_000);
-    assert.equal(done.state, 'terminated');
-    assert.equal(done.error, 'run_timeout');
-    assert.equal(done.force_terminate.terminated_reason, 'run_timeout');
-    const types = done.history.map((e: { type: string }) => e.type);
-    assert.ok(types.includes('run.cancel_requested'), `the deadline asked its daemon first: ${types}`);
-    assert.ok(!types.includes('run.cancel_acknowledged'), 'the frozen daemon never confirmed');
-    assert.ok(!types.includes('run.lost'), 'not lost on the way');
-    const after = await waitForRun(h, next.run_id, ended, 15_000);
-    assert.equal(after.state, 'succeeded', JSON.stringify(after.error));
-    assert.equal(after.daemon_id, w.daemonId);
-    assert.equal(stampOf(slow.run_id)?.end, Number.POSITIVE_INFINITY, 'its agent outlived the run meanwhile');
-
+    try {
+      const done = await waitForRun(h, slow.run_id, ended, 15_000);
+      assert.equal(done.state, 'terminated');
+      assert.equal(done.error, 'run_timeout');
+      assert.equal(done.force_terminate.terminated_reason, 'run_timeout');
+      const types = done.history.map((e: { type: string }) => e.type);
+      assert.ok(types.includes('run.started'), `it ran: ${types}`);
+      assert.ok(types.includes('run.cancel_requested'), `the deadline asked its daemon first: ${types}`);
+      assert.ok(!types.includes('run.cancel_acknowledged'), 'the frozen daemon never confirmed');
+      assert.ok(!types.includes('run.lost'), 'not lost on the way');
+      const after = await waitForRun(h, next.run_id, ended, 15_000);
+      assert.equal(after.state, 'succeeded', JSON.stringify(after.error));
+      assert.equal(after.daemon_id, w.daemonId);
+      assert.equal(
+        stampOf(slow.run_id)?.end,
+        Number.POSITIVE_INFINITY,
+        'its agent outlived the run meanwhile',
+      );
+    } finally {
+      victim.child.kill('SIGCONT');
+    }
     // Resumed, the daemon learns the run is over and stops its agent; the run stays terminated.
-    victim.child.kill('SIGCONT');
     await until(
       'the agent stopped',
       async () => stampOf(slow.run_id)!.end < Number.POSITIVE_INFINITY,

@@ -164,10 +164,13 @@ describe('concurrency groups, priority and deadlines', () => {
     const dir = stampDir();
     const release = path.join(dir, 'release');
     const group = { concurrency_key: 'deadlines', concurrency_limit: 1 };
-    const holder = await start({ inputs: { dir, release }, ...group, timeout_ms: 1500 });
-    assert.equal(holder.run_deadline_at - holder.started_at, 1500);
-    await waitForRun(h, holder.run_id, (r) => r.state === 'running');
+    // The holder takes the slot as it is offered; its deadline comes long after the waiting
+    // run's, however slowly it starts.
+    const holder = await start({ inputs: { dir, release }, ...group, timeout_ms: 3000 });
+    assert.equal(holder.run_deadline_at - holder.started_at, 3000);
     const waiting = await start({ inputs: { dir }, ...group, queue_timeout_ms: 300 });
+    assert.equal(waiting.state, 'queued');
+    await waitForRun(h, holder.run_id, (r) => r.state === 'running');
     const timedOut = await waitForRun(h, waiting.run_id, ended);
     assert.equal(timedOut.state, 'failed');
     assert.equal(timedOut.error, 'queue_timeout');
