@@ -180,7 +180,7 @@ describe('concurrency groups, priority and deadlines', () => {
     assert.equal(cancelled.error, 'run_timeout');
   });
 
-  it('takes groups from the team definition: one slot per distinct input value', async () => {
+  it('takes groups and the deadline from the team definition: one slot per distinct input value', async () => {
     const dir = stampDir();
     const release = path.join(dir, 'release');
     await h.ok('teams/register', {
@@ -189,14 +189,18 @@ describe('concurrency groups, priority and deadlines', () => {
         name: 'per-repo',
         version: '1.0.0',
         concurrency: [{ key: 'inputs.repo.name', limit: 1 }],
+        timeout_ms: 600_000,
         phases: [{ name: 'work', agent: 'stamp' }],
       },
     });
     await allowOrgTeams(h, w.orgId);
     const a = await start({ team: 'per-repo', inputs: { dir, release, repo: { name: 'a' } } });
+    assert.equal(a.run_deadline_at - a.started_at, 600_000, 'the team definition’s timeout_ms');
     await waitForRun(h, a.run_id, (r) => r.state === 'running');
     const a2 = await start({ team: 'per-repo', inputs: { dir, repo: { name: 'a' } } });
-    const b = await start({ team: 'per-repo', inputs: { dir, repo: { name: 'b' } } });
+    // runs/new's timeout_ms overrides the team definition's.
+    const b = await start({ team: 'per-repo', inputs: { dir, repo: { name: 'b' } }, timeout_ms: 300_000 });
+    assert.equal(b.run_deadline_at - b.started_at, 300_000);
     assert.deepEqual(a2.waiting_for, { key: 'inputs.repo.name', value: 'a', limit: 1, running: 1 });
     assert.equal((await waitForRun(h, b.run_id, ended)).state, 'succeeded');
     assert.equal((await h.ok('runs/get_by_id', { run_id: a2.run_id })).data.state, 'queued');
