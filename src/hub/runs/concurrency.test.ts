@@ -4,6 +4,7 @@ import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
+import { admitAllWaiting } from './admission.service.js';
 import { sweepLeases } from './daemon.service.js';
 import { redispatchRuns } from './redispatch.service.js';
 
@@ -29,15 +30,29 @@ describe('concurrency slots', () => {
     await h?.close();
   });
 
-  const start = async () =>
+  const start = async (key = 'slots', more: Record<string, unknown> = {}) =>
     (
       await h.ok('runs/new', {
         realm_id: w.realmId,
         team: 'solo',
-        concurrency_key: 'slots',
+        concurrency_key: key,
         concurrency_limit: 1,
+        ...more,
       })
     ).data;
+  /** As if the daemon had taken the run and then stopped renewing its lease. */
+  const heldThenSilent = (runIds: string[], more: { run_deadline_at?: number } = {}) =>
+    h.running.hub.db
+      .updateTable('runs')
+      .set({
+        state: 'running',
+        daemon_id: w.daemonId,
+        lease_epoch: 1,
+        lease_expires_at: Date.now() - 1,
+        ...more,
+      })
+      .where('run_id', 'in', runIds)
+      .execute();
   const state = async (id: string) => (await h.ok('runs/get_by_id', { run_id: id })).data;
 
   it('a lost run frees its slot for the next waiting run at once', async () => {
@@ -46,12 +61,7 @@ describe('concurrency slots', () => {
     const b = await start();
     assert.equal(b.state, 'queued');
     assert.deepEqual(b.waiting_for, { key: 'concurrency_key', value: 'slots', limit: 1, running: 1 });
-    // As if the daemon had taken A and then stopped renewing its lease.
-    await h.running.hub.db
-      .updateTable('runs')
-      .set({ state: 'running', daemon_id: w.daemonId, lease_epoch: 1, lease_expires_at: Date.now() - 1 })
-      .where('run_id', '=', a.run_id)
-      .execute();
+    await heldThenSilent([a.run_id]);
     assert.equal(await sweepLeases(h.running.hub), 1);
     assert.equal((await state(a.run_id)).state, 'lost');
     const next = await state(b.run_id);
@@ -81,5 +91,62 @@ describe('concurrency slots', () => {
     const pass = await redispatchRuns(h.running.hub);
     assert.equal(pass.admitted, 1);
     assert.equal((await state(c.run_id)).state, 'offered');
+  });
+
+  it('a run past its deadline whose lease expires is terminated for run_timeout, and frees its slot', async () => {
+    const a = await start('deadline', { timeout_ms: 60_000 });
+    const b = await start('deadline');
+    assert.equal(b.state, 'queued');
+    // Its deadline passed and its daemon went silent before the deadline pass could cancel it.
+    await heldThenSilent([a.run_id], { run_deadline_at: Date.now() - 1 });
+    assert.equal(await sweepLeases(h.running.hub), 1);
+    const ended = (await h.ok('runs/get_by_id', { run_id: a.run_id, with_history: true })).data;
+    assert.equal(ended.state, 'terminated');
+    assert.equal(ended.error, 'run_timeout');
+    assert.equal(ended.force_terminate.terminated_reason, 'run_timeout');
+    assert.ok(!ended.history.some((e: { type: string }) => e.type === 'run.lost'), 'not lost on the way');
+    assert.equal((await state(b.run_id)).state, 'offered');
+  });
+
+  it('the re-dispatch pass admits the waiting runs of every group, page after page', async () => {
+    // Twelve full groups, walked five at a time: three pages.
+    const holders: string[] = [];
+    const waiters: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      holders.push((await start(`page-${i}`)).run_id);
+      const w = await start(`page-${i}`);
+      assert.equal(w.state, 'queued');
+      waiters.push(w.run_id);
+    }
+    assert.equal(await admitAllWaiting(h.running.hub, 5), 0, 'full groups admit nothing');
+    // Every holder ends behind the lifecycle's back: only the periodic pass can free their slots.
+    await h.running.hub.db
+      .updateTable('runs')
+      .set({ state: 'failed' })
+      .where('run_id', 'in', holders)
+      .execute();
+    assert.equal(await admitAllWaiting(h.running.hub, 5), 12);
+    for (const id of waiters) assert.equal((await state(id)).state, 'offered');
+    assert.equal(await admitAllWaiting(h.running.hub, 5), 0, 'full again');
+  });
+
+  it('an ended run leaves its groups; resumed, it joins them again and waits for a slot', async () => {
+    const rows = async (id: string) =>
+      (await h.running.hub.db.selectFrom('run_groups').select('group_key').where('run_id', '=', id).execute())
+        .length;
+    const a = await start('resume');
+    const b = await start('resume');
+    assert.equal(b.state, 'queued');
+    await h.ok('runs/cancel', { run_id: a.run_id });
+    assert.equal(await rows(a.run_id), 0, 'its groups name only runs that have not ended');
+    assert.equal((await state(b.run_id)).state, 'offered');
+    const resumed = (await h.ok('runs/resume', { run_id: a.run_id })).data;
+    assert.equal(resumed.state, 'queued');
+    assert.deepEqual(resumed.waiting_for, { key: 'concurrency_key', value: 'resume', limit: 1, running: 1 });
+    await h.ok('runs/cancel', { run_id: b.run_id });
+    assert.equal((await state(a.run_id)).state, 'offered');
+    // It holds the slot as any run of the group does.
+    const c = await start('resume');
+    assert.deepEqual(c.waiting_for, { key: 'concurrency_key', value: 'resume', limit: 1, running: 1 });
   });
 });

@@ -8,10 +8,13 @@ import { json } from './run.mapper.js';
 /**
  * Concurrency groups (CONTRACT.md §11). A run belongs to the groups its team definition names
  * (`concurrency: [{key, limit}]`) and to the one `runs/new` names (`concurrency_key`,
- * `concurrency_limit`). Its groups are rows of `run_groups`, written in the run's own transaction,
- * and a group's slots in use are the runs of the group that a daemon was given and that have not
- * ended (offered, assigned, running, awaiting_input): counted from the runs' states, never kept in
- * a counter, so a run that ends however it ends (a hub process dying included) frees its slot.
+ * `concurrency_limit`). A group's slots in use are the runs of the group that a daemon was given
+ * and that have not ended (offered, assigned, running, awaiting_input): counted from the runs'
+ * states, never kept in a counter, so a run that ends however it ends (a hub process dying
+ * included) frees its slot. Which runs are in a group is said by the rows of `run_groups`, kept
+ * while a run has not ended: written in its creation transaction, removed in the transaction that
+ * ends it, written again when it is resumed. So a group's queries read its live runs, never its
+ * history; a row left behind changes nothing, the runs' states decide.
  *
  * Admission happens in the transaction that dispatches the run: on PostgreSQL it first takes a
  * transaction-level advisory lock per group (in one order, so two processes never deadlock), then
@@ -98,6 +101,22 @@ export async function insertRunGroups(db: Kysely<DB>, runId: string, groups: Run
     .execute();
 }
 
+/** A run that ends leaves its groups, in the transaction that ends it. */
+export async function leaveGroups(db: Kysely<DB>, runId: string): Promise<void> {
+  await db.deleteFrom('run_groups').where('run_id', '=', runId).execute();
+}
+
+/** A resumed run is in its groups again, in the transaction that resumes it. */
+export async function rejoinGroups(db: Kysely<DB>, run: RunsTable): Promise<void> {
+  const groups = groupsOf(run);
+  if (groups.length === 0) return;
+  await db
+    .insertInto('run_groups')
+    .values(groups.map((g) => ({ run_id: run.run_id, group_key: g.group })))
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+}
+
 export const groupsOf = (run: Pick<RunsTable, 'concurrency'>): RunGroup[] =>
   json<RunGroup[]>(run.concurrency) ?? [];
 
@@ -145,7 +164,7 @@ export function waitingInGroup(db: Kysely<DB>, group: string, limit: number) {
   return db
     .selectFrom('run_groups as g')
     .innerJoin('runs as r', 'r.run_id', 'g.run_id')
-    .select('r.run_id')
+    .select(['r.run_id', 'r.concurrency'])
     .where('g.group_key', '=', group)
     .where('r.state', '=', 'queued')
     .orderBy('r.priority', 'desc')
@@ -155,15 +174,35 @@ export function waitingInGroup(db: Kysely<DB>, group: string, limit: number) {
     .execute();
 }
 
-/** Groups that have queued runs (the periodic pass admits their waiting runs). */
-export async function groupsWithWaitingRuns(db: Kysely<DB>, limit: number): Promise<string[]> {
+/** A group with queued runs, and its slots in use. */
+export interface GroupWithWaiting {
+  group: string;
+  used: number;
+}
+
+/**
+ * Groups that have queued runs, a page at a time in the order of their names after `after` (the
+ * periodic pass walks through all of them), each with its slots in use. Read from the runs that
+ * have not ended, so finished runs of a group cost nothing here.
+ */
+export async function groupsWithWaitingRuns(
+  db: Kysely<DB>,
+  after: string | null,
+  limit: number,
+): Promise<GroupWithWaiting[]> {
   const rows = await db
-    .selectFrom('run_groups as g')
-    .innerJoin('runs as r', 'r.run_id', 'g.run_id')
-    .select('g.group_key')
-    .distinct()
-    .where('r.state', '=', 'queued')
+    .selectFrom('runs as r')
+    .innerJoin('run_groups as g', 'g.run_id', 'r.run_id')
+    .select((eb) => [
+      'g.group_key',
+      eb.fn.sum<number | string>(eb.case().when('r.state', 'in', HOLDING).then(1).else(0).end()).as('used'),
+    ])
+    .where('r.state', 'in', ['queued', ...HOLDING])
+    .$if(after !== null, (q) => q.where('g.group_key', '>', after!))
+    .groupBy('g.group_key')
+    .having((eb) => eb.fn.sum(eb.case().when('r.state', '=', 'queued').then(1).else(0).end()), '>', 0)
+    .orderBy('g.group_key')
     .limit(limit)
     .execute();
-  return rows.map((r) => r.group_key);
+  return rows.map((r) => ({ group: r.group_key, used: Number(r.used) }));
 }

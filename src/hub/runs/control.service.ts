@@ -5,13 +5,14 @@ import { AppError, conflict } from '../../shared/errors.js';
 import type { Actor } from '../access/actor.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
+import { rejoinGroups } from './concurrency.js';
 import { dispatchRun } from './dispatch.service.js';
 import { addHistory } from './history.repo.js';
 import { mustTransition, transition } from './lifecycle.js';
 import { withdrawQueueItem } from './queue.repo.js';
 import { managedRun, showRun, showRunNow } from './read.service.js';
 import { json, type PendingControl, userActor } from './run.mapper.js';
-import { liveChildren, updateRunRow } from './runs.repo.js';
+import { liveChildren, type RunGuard, updateRunRow } from './runs.repo.js';
 
 /** People acting on runs: cancel, resume and force-terminate. */
 
@@ -91,8 +92,8 @@ export async function resumeRun(hub: Hub, actor: Actor | null, runId: string) {
     requested_by: user.user.id,
     requested_at: hub.now(),
   };
-  await inTx(hub, (tx) =>
-    mustTransition(tx, run, 'queued', {
+  await inTx(hub, async (tx) => {
+    await mustTransition(tx, run, 'queued', {
       set: {
         daemon_id: null,
         queue_item_id: null,
@@ -109,8 +110,10 @@ export async function resumeRun(hub: Hub, actor: Actor | null, runId: string) {
         waiting_for: null,
       },
       history: { type: 'run.resume_requested', actor: userActor(user.user) },
-    }),
-  );
+    });
+    // Back in its concurrency groups: it waits for, and takes, their slots again.
+    await rejoinGroups(tx.db, run);
+  });
   await dispatchRun(hub, run.run_id);
   return showRunNow(hub, run.run_id);
 }
@@ -133,14 +136,16 @@ export async function forceTerminate(hub: Hub, actor: Actor | null, runId: strin
 }
 
 /**
- * Ends a run as `terminated` in the caller's transaction (runs/force_terminate, or the deadline
- * sweeper when a timed-out run's daemon does not confirm the cancel). False when it moved meanwhile.
+ * Ends a run as `terminated` in the caller's transaction (runs/force_terminate, or the deadlines
+ * when a timed-out run's daemon does not confirm the cancel: then with its `error` and `guard`).
+ * False when it moved meanwhile.
  */
 export async function terminateIn(
   tx: Tx,
   run: RunsTable,
   by: { actor: HistoryActor; user_id: string | null },
   reason: string,
+  more: { error?: string; guard?: RunGuard } = {},
 ): Promise<boolean> {
   // A new epoch fences the old holder: its late reports are refused.
   const moved = await transition(tx, run, 'terminated', {
@@ -150,7 +155,9 @@ export async function terminateIn(
       terminated_reason: reason,
       pending_control: null,
       lease_epoch: run.lease_epoch + 1,
+      ...(more.error ? { error: more.error } : {}),
     },
+    ...(more.guard ? { guard: more.guard } : {}),
     history: { error: reason, actor: by.actor },
   });
   // If its daemon comes back, it stops whatever is left of the run.

@@ -5,6 +5,7 @@ import type { DaemonActor } from '../access/actor.js';
 import { notifyRunChanged } from '../cluster/bus.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
+import { pastItsDeadline, terminateTimedOut } from './deadlines.service.js';
 import { addHistory } from './history.repo.js';
 import { mustTransition, transition } from './lifecycle.js';
 import { appendLogLines } from './logs.repo.js';
@@ -15,6 +16,7 @@ import {
   expiredLeases,
   loadRun,
   type RunChanges,
+  type RunGuard,
   renewLeaseRow,
   runOfControlTx,
   updateRunRow,
@@ -205,20 +207,26 @@ export async function onCommandAck(hub: Hub, txId: string, status: 'ok' | 'error
 
 /**
  * The lease sweeper's pass: a running run whose lease expired becomes `lost` (`state_lost_at`,
- * `run.lost`). Each move is conditional, so several hub processes may sweep at once.
+ * `run.lost`), or `terminated` with `run_timeout` when it is past its run deadline (its daemon
+ * cannot confirm the deadline's cancel). Each move is conditional, so several hub processes may
+ * sweep at once.
  */
 export async function sweepLeases(hub: Hub): Promise<number> {
   const now = hub.now();
-  let lost = 0;
+  let ended = 0;
   for (const run of await expiredLeases(hub.db, now, 500)) {
+    const expired: RunGuard = (q) => q.where('lease_expires_at', '<', now);
     const moved = await inTx(hub, (tx) =>
-      transition(tx, run, 'lost', {
-        set: { state_lost_at: now },
-        guard: (q) => q.where('lease_expires_at', '<', now),
-        history: { error: 'the lease expired: its daemon stopped renewing it', actor: systemActor },
-      }),
+      // Past its deadline, its daemon cannot confirm the cancel: terminated for the deadline.
+      pastItsDeadline(run, now)
+        ? terminateTimedOut(tx, run, expired)
+        : transition(tx, run, 'lost', {
+            set: { state_lost_at: now },
+            guard: expired,
+            history: { error: 'the lease expired: its daemon stopped renewing it', actor: systemActor },
+          }),
     );
-    if (moved) lost++;
+    if (moved) ended++;
   }
-  return lost;
+  return ended;
 }

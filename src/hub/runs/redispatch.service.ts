@@ -23,8 +23,9 @@ import { leaseMsOf } from './settings.js';
  *    (fencing), then dispatched afresh. Not a run with a pending cancel: that one waits for
  *    runs/force_terminate (eligible, its daemon being gone).
  * 4. `queued` for longer than one pass: dispatched (safety net; dispatch is conditional, so racing
- *    runs/new or a daemon connecting is harmless). Runs in concurrency groups: each group with
- *    queued runs admits them in queue order while it has free slots (admission.service.ts).
+ *    runs/new or a daemon connecting is harmless). Runs in concurrency groups: every group with
+ *    queued runs, page after page, admits them in queue order while it has free slots
+ *    (admission.service.ts).
  * 5. Deadlines: `queue_timeout_ms` and `timeout_ms` (deadlines.service.ts).
  *
  * Every move is conditional and in one transaction, so several processes may run the pass at once:
@@ -122,7 +123,7 @@ export async function redispatchRuns(hub: Hub): Promise<RedispatchResult> {
     await dispatchRun(hub, r.run_id);
     out.dispatched++;
   }
-  out.admitted = await admitAllWaiting(hub, QUEUED_BATCH);
+  out.admitted = await admitAllWaiting(hub);
 
   // 5: deadlines.
   out.deadlines = await sweepDeadlines(hub);
