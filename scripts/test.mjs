@@ -10,6 +10,9 @@
 //   name the .ts lines. Every `svc` the tests start runs that same fresh tree (bin/svc.js with
 //   SVC_CLI_DIST, see test/helpers/cli.ts), never a stale dist/. A single file still runs on its own
 //   from the sources: `node --import tsx --import ./test/helpers/leaks.ts --test <file>`.
+// - A test hub starts on a database copied from a migrated template instead of migrating a fresh one
+//   (test/helpers/db.ts `migratedTestDatabase`): a SQLite file copy, or on PostgreSQL a database
+//   cloned by CREATE DATABASE … TEMPLATE.
 // - test/helpers/leaks.ts fails a file that leaves a socket, server, child process, timer or database
 //   file open when its tests are done, names it, and ends that file's process.
 // - At the end the slowest files are listed with their times (scripts/test-times.mjs); SVC_TEST_TIMES=
