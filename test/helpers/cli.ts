@@ -1,7 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-/** The real `svc` executable, run from the sources (SVC_CLI_SOURCE=1) so a stale dist/ is never tested. */
+/**
+ * The real `svc` executable, never a stale dist/: it runs the tree scripts/test.mjs transpiled from the
+ * sources for this suite run (SVC_TEST_CLI_DIST, passed on as SVC_CLI_DIST), or, when a test file is run
+ * without it, the sources themselves through tsx (SVC_CLI_SOURCE=1).
+ */
 export const SVC_BIN = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
 
 export interface CliResult {
@@ -16,7 +20,9 @@ export function cleanEnv(extra: Record<string, string | undefined>): Record<stri
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SVC_') && v !== undefined) env[k] = v;
   for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
-  env.SVC_CLI_SOURCE = '1';
+  const tree = process.env.SVC_TEST_CLI_DIST;
+  if (tree) env.SVC_CLI_DIST = tree;
+  else env.SVC_CLI_SOURCE = '1';
   return env;
 }
 

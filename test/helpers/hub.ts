@@ -5,7 +5,7 @@ import path from 'node:path';
 import { type RunningHub, type StartHubOptions, startHub } from '../../src/hub/server.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { mintToken } from '../../src/shared/tokens.js';
-import { type TestDatabase, testDatabase } from './db.js';
+import { migratedTestDatabase, type TestDatabase } from './db.js';
 
 export interface Reply {
   status: number;
@@ -51,9 +51,9 @@ export async function post(url: string, body: unknown, token?: string | null): P
   return { status: res.status, body: parsed };
 }
 
-/** Starts a hub on a fresh test database with a known admin token. */
+/** Starts a hub on a fresh test database (migrated, test/helpers/db.ts) with a known admin token. */
 export async function startTestHub(opts: Partial<StartHubOptions> = {}): Promise<TestHub> {
-  const db = testDatabase();
+  const db = await migratedTestDatabase();
   const adminToken = opts.adminToken ?? mintToken('user');
   // One key for every process of this test hub (restart, startAnother), as a deployment would have.
   const secretsKey = opts.secretsKey ?? randomBytes(32).toString('base64');
@@ -70,7 +70,10 @@ export async function startTestHub(opts: Partial<StartHubOptions> = {}): Promise
       ...more,
     });
   const start = () => startOn(opts);
-  const running = await start();
+  const running = await start().catch(async (err) => {
+    await db.cleanup();
+    throw err;
+  });
   const call = (op: string, body?: unknown, token: string | null = adminToken) =>
     post(`${h.url}/v1/${op}`, body, token);
   const h: TestHub = {

@@ -109,7 +109,7 @@ async function checkForLeaks(): Promise<void> {
     open = openResources();
   }
   if (open.length === 0) return;
-  const file = process.argv.slice(1).find((a) => a.endsWith('.ts')) ?? 'this test file';
+  const file = process.argv.slice(1).find((a) => /\.[jt]s$/.test(a)) ?? 'this test file';
   process.stderr.write(`\n${file} left open when its tests were done:\n  ${open.join('\n  ')}\n`);
   process.exit(1);
 }
