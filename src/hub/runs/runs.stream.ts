@@ -154,7 +154,7 @@ function start(reply: FastifyReply, req: FastifyRequest, open: Set<Stream>): Str
           });
         }
       } catch (err) {
-        req.log.error({ err, url: req.url }, 'event stream failed');
+        req.log.error({ err, url: req.url, reqId: req.id }, 'event stream failed');
       } finally {
         stream.end();
       }
