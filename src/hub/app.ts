@@ -24,6 +24,9 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
     loggerInstance: hub.log as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
     logController: new LogController({ disableRequestLogging: true }),
+    // No logger per request (a pino child costs more than the rest of a cached read's work): the
+    // few lines logged while handling a request name its id themselves.
+    childLoggerFactory: (logger) => logger,
     return503OnClosing: true,
   });
   const counts = new Map<string, number>();
@@ -51,7 +54,7 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
 
   app.setErrorHandler((err, req, reply) => {
     const { error, unexpected } = toAppError(err);
-    if (unexpected) req.log.error({ err, url: req.url }, 'unexpected error');
+    if (unexpected) req.log.error({ err, url: req.url, reqId: req.id }, 'unexpected error');
     if (error instanceof RateLimitedError) void reply.header('retry-after', String(error.retryAfterSeconds));
     // A body refused before it was read to its end (over the limit, not JSON) is drained, so the
     // reply reaches the client instead of a reset connection.
@@ -63,9 +66,10 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
       .status(404)
       .send(errorBody(new AppError('not_found', `no operation at ${req.method} ${req.url}`)));
   });
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     const key = `${req.routeOptions.url ?? 'unknown'}|${reply.statusCode}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
+    done();
   });
 
   app.get('/healthz', async () => ({ ok: true }));

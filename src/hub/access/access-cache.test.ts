@@ -1,26 +1,44 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { TEST_DB } from '../../../test/helpers/db.js';
 import { post, startTestHub, type TestHub } from '../../../test/helpers/hub.js';
+import { startHubProcess } from '../../../test/helpers/hub-process.js';
+import { until } from '../../../test/helpers/until.js';
 import { addOrgUser, buildWorld, type World } from '../../../test/helpers/world.js';
-import { authenticate } from '../auth/authenticate.js';
-import type { RunningHub } from '../server.js';
-import { requireRealm } from './access.service.js';
 import { ACCESS_CACHE_MS, changesAccess } from './access-cache.js';
+
+/**
+ * How long a test waits for another hub process to refuse what was revoked: a bound for a loaded
+ * machine, not the promise (that is ACCESS_CACHE_MS).
+ */
+const REFUSED_WITHIN_MS = 10 * ACCESS_CACHE_MS;
 
 describe('access cache', () => {
   let h: TestHub;
   let w: World;
-  let other: RunningHub;
+  /**
+   * Another hub process on the same database: on PostgreSQL a real `svc hub` child process; SQLite
+   * has one hub process, so there a second hub in this process on the same file stands for it.
+   */
+  let other: { url: string; close(): Promise<void> };
   before(async () => {
-    h = await startTestHub();
+    const secretsKey = randomBytes(32).toString('base64');
+    h = await startTestHub({ secretsKey });
     w = await buildWorld(h);
-    other = await h.startAnother();
+    other = TEST_DB === 'postgres' ? await startHubProcess(h, secretsKey) : await h.startAnother();
   });
   after(async () => {
     await other.close();
     await h.close();
   });
+  /** Polls the other process with `op` until it answers one of `statuses`. */
+  const refusedByOther = (what: string, op: string, body: unknown, token: string, statuses: number[]) =>
+    until(
+      `${what} refused by the other hub process`,
+      async () => statuses.includes((await post(`${other.url}/v1/${op}`, body, token)).status),
+      REFUSED_WITHIN_MS,
+    );
 
   it('is cleared by writes that can change an answer, and only by those', () => {
     const db = h.running.hub.db;
@@ -46,17 +64,16 @@ describe('access cache', () => {
     }
   });
 
-  it('a revoked token is refused at once by its hub process and within a second by another', async () => {
+  it('a revoked token is refused at once by its hub process, and then by another', async () => {
     const u = await addOrgUser(h, w.orgId, `revoke-${Date.now()}@acme.test`, 'member');
     // The other process has the token in its cache.
     assert.equal((await post(`${other.url}/v1/auth/whoami`, {}, u.token)).status, 200);
     assert.equal((await h.call('auth/sign_out', {}, u.token)).status, 200);
     assert.equal((await h.call('auth/whoami', {}, u.token)).status, 401);
-    await sleep(ACCESS_CACHE_MS);
-    assert.equal((await post(`${other.url}/v1/auth/whoami`, {}, u.token)).status, 401);
+    await refusedByOther('the revoked token', 'auth/whoami', {}, u.token, [401]);
   });
 
-  it('a removed member is refused at once by its hub process and within a second by another', async () => {
+  it('a removed member is refused at once by its hub process, and then by another', async () => {
     const u = await addOrgUser(h, w.orgId, `removed-${Date.now()}@acme.test`, 'member');
     await h.ok('realms/add_member', {
       realm_id: w.realmId,
@@ -69,11 +86,10 @@ describe('access cache', () => {
     await h.ok('orgs/remove_member', { org_id: w.orgId, user_id: u.id });
     // Removal from the org ends the token's access (its sessions may be revoked too).
     assert.ok([401, 403].includes((await h.call('runs/list', list, u.token)).status));
-    await sleep(ACCESS_CACHE_MS);
-    assert.ok([401, 403].includes((await post(`${other.url}/v1/runs/list`, list, u.token)).status));
+    await refusedByOther('the removed member', 'runs/list', list, u.token, [401, 403]);
   });
 
-  it('a lowered role is refused at once by its hub process and within a second by another', async () => {
+  it('a lowered role is refused at once by its hub process, and then by another', async () => {
     const u = await addOrgUser(h, w.orgId, `lowered-${Date.now()}@acme.test`, 'member');
     await h.ok('realms/add_member', {
       realm_id: w.realmId,
@@ -81,23 +97,17 @@ describe('access cache', () => {
       member_id: u.id,
       role: 'admin',
     });
-    const on = async (hub: RunningHub['hub']) => {
-      const actor = await authenticate(hub, `Bearer ${u.token}`);
-      return requireRealm(hub, actor, w.realmId, 'daemons.manage').then(
-        () => 'allowed',
-        (err: { code?: string }) => err.code,
-      );
-    };
-    assert.equal(await on(other.hub), 'allowed');
-    assert.equal(await on(h.running.hub), 'allowed');
+    // Listing a realm's secrets takes a realm admin.
+    const adminOnly = { realm_id: w.realmId };
+    assert.equal((await post(`${other.url}/v1/secrets/list`, adminOnly, u.token)).status, 200);
+    assert.equal((await h.call('secrets/list', adminOnly, u.token)).status, 200);
     await h.ok('realms/set_member_role', {
       realm_id: w.realmId,
       member_type: 'user',
       member_id: u.id,
       role: 'member',
     });
-    assert.equal(await on(h.running.hub), 'forbidden');
-    await sleep(ACCESS_CACHE_MS);
-    assert.equal(await on(other.hub), 'forbidden');
+    assert.equal((await h.call('secrets/list', adminOnly, u.token)).status, 403);
+    await refusedByOther('the lowered role', 'secrets/list', adminOnly, u.token, [403]);
   });
 });

@@ -20,12 +20,13 @@ export async function authenticate(
   if (!m) throw new AppError('unauthorized', 'Authorization must be "Bearer <token>"');
   const token = m[1]!;
   const hash = hashSecret(token);
-  const configured = hub.config.adminTokenHash;
-  const kind = tokenKind(token) ?? (configured !== null && digestsEqual(configured, hash) ? 'user' : null);
   const now = hub.now();
-  const cached = kind ? hub.access.token(hash) : undefined;
+  // Only a live token is ever cached, so a hit needs no other check than its expiry.
+  const cached = hub.access.token(hash);
   if (cached && (cached.kind === 'daemon' || cached.tokenExpiresAt === null || cached.tokenExpiresAt > now))
     return cached;
+  const configured = hub.config.adminTokenHash;
+  const kind = tokenKind(token) ?? (configured !== null && digestsEqual(configured, hash) ? 'user' : null);
   const actor = kind ? await lookUp(hub, kind, hash, now) : null;
   if (actor) {
     hub.access.putToken(hash, actor);

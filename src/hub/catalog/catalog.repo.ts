@@ -1,5 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
+import { allColumns, prepared } from '../../db/prepared.js';
+import type { TeamVersionsTable } from '../../db/schema.js';
 import type { ExecuteRunBody, RunAgentManifest, RunPhase } from '../../shared/protocol.js';
 import type { PinnedDefinition } from './manifest.js';
 import { newest } from './versions.js';
@@ -21,16 +23,45 @@ export async function findAgent(db: Kysely<DB>, orgId: string, name: string, ver
   return newest(rows);
 }
 
-/** The team version `name` (newest) or `name@version` in an org, or null. */
-export async function findTeamVersion(db: Kysely<DB>, orgId: string, name: string, version: string | null) {
-  const rows = await db
+const TEAM_VERSION_COLUMNS = allColumns<TeamVersionsTable>()([
+  'id',
+  'team_id',
+  'org_id',
+  'name',
+  'version',
+  'description',
+  'definition',
+  'created_at',
+  'updated_at',
+]);
+
+// Every runs/new names its team: these two are prepared once (src/db/prepared.ts).
+const versionsNamed = prepared((db: Kysely<DB>, orgId: string, name: string) =>
+  db
     .selectFrom('team_versions')
-    .selectAll()
+    .select(TEAM_VERSION_COLUMNS)
+    .where('org_id', '=', orgId)
+    .where('name', '=', name),
+);
+const versionNamed = prepared((db: Kysely<DB>, orgId: string, name: string, version: string) =>
+  db
+    .selectFrom('team_versions')
+    .select(TEAM_VERSION_COLUMNS)
     .where('org_id', '=', orgId)
     .where('name', '=', name)
-    .$if(version !== null, (q) => q.where('version', '=', version!))
-    .execute();
-  return newest(rows);
+    .where('version', '=', version),
+);
+
+/** The team version `name` (newest) or `name@version` in an org, or null. */
+export async function findTeamVersion(
+  db: Kysely<DB>,
+  orgId: string,
+  name: string,
+  version: string | null,
+): Promise<TeamVersionsTable | null> {
+  return newest(
+    version === null ? await versionsNamed(db, orgId, name) : await versionNamed(db, orgId, name, version),
+  );
 }
 
 /** A team version of the org by id, or undefined. */

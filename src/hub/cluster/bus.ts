@@ -56,18 +56,28 @@ export async function notifyOutbox(db: Kysely<any>, daemonId: string): Promise<v
 }
 
 /**
- * Tells the event streams of the run and its realm, on every hub process, that its history or logs
- * changed. Call it in the transaction of the change. On PostgreSQL the notification leaves at commit.
- * On SQLite (one process) it is emitted at once: a stream's read waits for the single connection,
- * which the writing transaction holds until it has committed, so the read sees the change.
+ * Tells the event streams of these runs and their realms, on every hub process, that their history
+ * or logs changed. Call it in the transaction of the change. On PostgreSQL the notifications leave
+ * at commit. On SQLite (one process) they are emitted at once: a stream's read waits for the single
+ * connection, which the writing transaction holds until it has committed, so the read sees the change.
  */
-// biome-ignore lint/suspicious/noExplicitAny: works for any schema
-export async function notifyRunChanged(db: Kysely<any>, realmId: string, runId: string): Promise<void> {
+export async function notifyRunChanged(
+  // biome-ignore lint/suspicious/noExplicitAny: works for any schema
+  db: Kysely<any>,
+  runs: readonly { realm_id: string; run_id: string }[],
+): Promise<void> {
+  const payloads = [...new Set(runs.map((r) => `${r.realm_id} ${r.run_id}`))];
+  if (payloads.length === 0) return;
   if (!isPostgres(db)) {
-    runFeed.emit('change', realmId, runId);
+    for (const p of payloads) {
+      const [realmId, runId] = p.split(' ') as [string, string];
+      runFeed.emit('change', realmId, runId);
+    }
     return;
   }
-  await sql`select pg_notify(${sql.raw(channelExpr(RUNS_CHANNEL))}, ${`${realmId} ${runId}`})`.execute(db);
+  await sql`select pg_notify(${sql.raw(channelExpr(RUNS_CHANNEL))}, p) from unnest(${payloads}::text[]) as p`.execute(
+    db,
+  );
 }
 
 /** The bus of a single hub process (SQLite): everything is already in this process. */

@@ -24,21 +24,32 @@ export async function recordEvent(
   ids: { newId: () => string; now: () => number },
   e: HubEvent,
 ): Promise<void> {
-  // The event and its deliveries are written together even when the caller has no transaction.
-  if (!db.isTransaction) return db.transaction().execute((trx) => recordEvent(trx, ids, e));
-  const row = {
+  await recordEvents(db, ids, [e]);
+}
+
+/** Several events at once (one statement for the events, one lookup of rules per kind of event). */
+export async function recordEvents(
+  db: Kysely<DB>,
+  ids: { newId: () => string; now: () => number },
+  events: readonly HubEvent[],
+): Promise<void> {
+  if (events.length === 0) return;
+  // The events and their deliveries are written together even when the caller has no transaction.
+  if (!db.isTransaction) return db.transaction().execute((trx) => recordEvents(trx, ids, events));
+  const createdAt = ids.now();
+  const rows = events.map((e) => ({
     id: ids.newId(),
     type: e.type,
     org_id: e.org_id ?? null,
     realm_id: e.realm_id ?? null,
     subject_id: e.subject_id ?? null,
     payload: e.payload ?? {},
-    created_at: ids.now(),
-  };
+    created_at: createdAt,
+  }));
   await db
     .insertInto('events')
-    .values({ ...row, payload: JSON.stringify(row.payload) })
+    .values(rows.map((row) => ({ ...row, payload: JSON.stringify(row.payload) })))
     .execute();
   // The event bus: matching notification rules become outbox rows in this same transaction.
-  await enqueueEventDeliveries(db, ids, row);
+  await enqueueEventDeliveries(db, ids, rows);
 }

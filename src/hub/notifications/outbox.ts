@@ -41,7 +41,38 @@ export function envelopeOf(e: RecordedEvent): EventEnvelope {
  * (a run's `notify_channels`), and writes one delivery per (channel, destination). A personal
  * channel hears the organization's events only while its person is a member (or site admin).
  */
-export async function enqueueEventDeliveries(db: Kysely<DB>, ids: Ids, e: RecordedEvent): Promise<number> {
+export async function enqueueEventDeliveries(
+  db: Kysely<DB>,
+  ids: Ids,
+  events: readonly RecordedEvent[],
+): Promise<number> {
+  // Events alike (kind, organization, realm, team, state, named channels) reach the same channels:
+  // looked up once for a batch of them.
+  const found = new Map<string, NotificationChannelsTable[]>();
+  let n = 0;
+  for (const e of events) {
+    const key = JSON.stringify([
+      e.type,
+      e.org_id,
+      e.realm_id,
+      e.payload.team_id,
+      e.payload.state,
+      e.payload.channel_ids,
+    ]);
+    let channels = found.get(key);
+    if (!channels) {
+      channels = await channelsOf(db, e);
+      found.set(key, channels);
+    }
+    if (channels.length === 0) continue;
+    const env = envelopeOf(e);
+    for (const c of channels) n += await enqueueForChannel(db, ids, c, env, 'event');
+  }
+  return n;
+}
+
+/** The enabled channels an event reaches (see enqueueEventDeliveries). */
+async function channelsOf(db: Kysely<DB>, e: RecordedEvent): Promise<NotificationChannelsTable[]> {
   let orgId = e.org_id;
   if (!orgId && e.realm_id) {
     orgId =
@@ -105,11 +136,7 @@ export async function enqueueEventDeliveries(db: Kysely<DB>, ids: Ids, e: Record
     for (const c of named) if (!channelIds.has(c.id)) channels.push(c);
   }
   if (orgId) channels = await withoutFormerMembers(db, orgId, channels);
-  if (channels.length === 0) return 0;
-  const env = envelopeOf(e);
-  let n = 0;
-  for (const c of channels) n += await enqueueForChannel(db, ids, c, env, 'event');
-  return n;
+  return channels;
 }
 
 /** One pending delivery per destination of the channel; the body is fixed now so retries resend the same bytes. */

@@ -2,32 +2,25 @@ import type { Kysely } from 'kysely';
 import { type DB, isUniqueViolation } from '../../db/index.js';
 import type { RunsTable, WorkspacesTable } from '../../db/schema.js';
 import type { Actor as HistoryActor, Run } from '../../shared/api/runs.js';
-import { AppError, conflict, invalidParams, notFound } from '../../shared/errors.js';
+import { AppError, conflict, notFound } from '../../shared/errors.js';
 import type { StartChildBody } from '../../shared/protocol.js';
-import { countsAsRealmMember, requireRealm } from '../access/access.service.js';
+import { requireRealm } from '../access/access.service.js';
 import type { Actor, DaemonActor } from '../access/actor.js';
-import { userByHandle } from '../auth/users.js';
 import { findAgent, findTeamVersion, teamVersionInOrg, teamVersionsById } from '../catalog/catalog.repo.js';
-import { daemonsThatMayRun } from '../catalog/installs.service.js';
 import { parseRef } from '../catalog/manifest.js';
 import type { Hub } from '../context.js';
 import { inTx } from '../daemons/commands.js';
 import { unusableChannelIds } from '../notifications/channels.repo.js';
 import { loadWorkspace, requireReadyWorkspace } from '../workspaces/workspaces.repo.js';
-import { type GroupSpec, groupsOfRun, insertRunGroups, type RunGroup } from './concurrency.js';
-import { dispatchIn, planDispatch, runDefinition, type Waiting } from './dispatch.service.js';
-import { addHistory } from './history.repo.js';
+import { type GroupSpec, groupsOfRun } from './concurrency.js';
+import { planDispatch } from './dispatch.service.js';
+import { type NewRun, type RunSeed, type WrittenRun, writeNewRun, writeRuns } from './new-runs.js';
 import { heldRun } from './read.service.js';
-import { daemonActor, json, runOut, toJson, userActor } from './run.mapper.js';
-import {
-  insertIdempotencyKey,
-  insertRunRow,
-  loadRun,
-  nextRunNumber,
-  runOfChildKey,
-  runOfIdempotencyKey,
-} from './runs.repo.js';
+import { daemonActor, json, runOut, userActor } from './run.mapper.js';
+import { loadRun, runOfChildKey } from './runs.repo.js';
 import { maxCallDepthOf } from './settings.js';
+import { checkReviewers, issue, type RunTarget, requireAllowedIn } from './start-checks.js';
+import { runOfIdempotencyKey } from './starts.repo.js';
 
 /** New runs: `runs/new` (a person) and `runs/start_child` (a daemon, for a team phase). */
 
@@ -94,98 +87,7 @@ export interface Started {
   created: boolean;
 }
 
-/** What a new run row needs besides its defaults. */
-export interface RunSeed {
-  org_id: string;
-  realm_id: string;
-  workspace_id: string | null;
-  workspace_path: string | null;
-  team_id: string | null;
-  team_version_id: string | null;
-  agent_id: string | null;
-  execution_type: 'team' | 'agent';
-  run_name: string | null;
-  /** Used for the default run name. */
-  base_name: string;
-  inputs: Record<string, unknown>;
-  reviewers: Record<string, string[]> | null;
-  notify_channels: unknown;
-  external_id: string | null;
-  context_labels: unknown;
-  parent_run_id: string | null;
-  parent_phase: string | null;
-  root_run_id: string | null;
-  call_path: string[] | null;
-  call_depth: number;
-  iteration_key: string | null;
-  /** Set for child runs: makes a retried `runs/start_child` return the same child. */
-  child_key?: string | null;
-  created_by_user_id: string | null;
-  priority: number;
-  /** Its concurrency groups (concurrency.ts), written with the run. */
-  groups: RunGroup[];
-  queue_timeout_ms: number | null;
-  timeout_ms: number | null;
-}
-
-/** Inserts a `queued` run with its `run.queued` history entry (in the caller's transaction). */
-export async function insertRun(
-  db: Kysely<DB>,
-  hub: Hub,
-  seed: RunSeed,
-  actor: HistoryActor,
-): Promise<RunsTable> {
-  const now = hub.now();
-  const runName =
-    seed.run_name ??
-    `${seed.base_name}-${await nextRunNumber(db, seed.realm_id, seed.team_id ?? seed.agent_id ?? seed.base_name)}`;
-  const { base_name: _, child_key, groups, queue_timeout_ms, timeout_ms, ...fields } = seed;
-  const row: RunsTable = {
-    ...fields,
-    run_id: hub.newId(),
-    call_path: toJson(seed.call_path),
-    child_key: child_key ?? null,
-    daemon_id: null,
-    run_name: runName,
-    state: 'queued',
-    inputs: JSON.stringify(seed.inputs),
-    outputs: '{}',
-    error: null,
-    current_pid: null,
-    current_phase: null,
-    context_labels: toJson(seed.context_labels),
-    reviewers: toJson(seed.reviewers),
-    notify_channels: toJson(seed.notify_channels),
-    lease_epoch: 0,
-    lease_expires_at: now,
-    queue_item_id: null,
-    pending_control: null,
-    control_tx_id: null,
-    started_at: now,
-    completed_at: null,
-    logs_pruned_at: null,
-    state_lost_at: null,
-    terminated_at: null,
-    terminated_by_user_id: null,
-    terminated_reason: null,
-    created_at: now,
-    updated_at: now,
-    concurrency: groups.length ? JSON.stringify(groups) : null,
-    waiting_for: null,
-    queue_deadline_at: queue_timeout_ms === null ? null : now + queue_timeout_ms,
-    run_deadline_at: timeout_ms === null ? null : now + timeout_ms,
-  };
-  await insertRunRow(db, row);
-  await insertRunGroups(db, row.run_id, groups);
-  await addHistory(db, hub, row, 'queued', { type: 'run.queued', actor });
-  return row;
-}
-
-const issue = (field: string, message: string) => invalidParams([{ field, message }]);
-
-type Target = Pick<RunSeed, 'team_id' | 'team_version_id' | 'agent_id' | 'base_name' | 'execution_type'> & {
-  policy: RunPolicy;
-};
+type Target = RunTarget & { policy: RunPolicy };
 
 /** The team version (by id, name or name@version) or the agent a `runs/new` names, in the org. */
 export async function resolveTarget(hub: Hub, orgId: string, input: NewRunInput): Promise<Target> {
@@ -226,111 +128,6 @@ export async function resolveTarget(hub: Hub, orgId: string, input: NewRunInput)
     execution_type: 'team',
     policy: policyOf(tv.definition),
   };
-}
-
-/**
- * A run in a workspace: its team version installed on the workspace's daemon and its team assigned
- * to the workspace (a single-agent run: a team using the agent), else `conflict` naming what is
- * missing and the command that fixes it.
- */
-async function requireAllowedIn(
-  hub: Hub,
-  ws: Pick<WorkspacesTable, 'id' | 'name' | 'daemon_id' | 'realm_id' | 'team_ids'>,
-  target: Target,
-): Promise<void> {
-  const installed = await daemonsThatMayRun(
-    hub.db,
-    { realm_id: ws.realm_id, team_version_id: target.team_version_id, agent_id: target.agent_id },
-    { daemonIds: [ws.daemon_id] },
-  );
-  const assigned = new Set(json<string[]>(ws.team_ids) ?? []);
-  if (installed.some((i) => assigned.has(i.team_id))) return;
-  const what = await describeTarget(hub, target);
-  const daemon = await hub.db
-    .selectFrom('daemons as d')
-    .innerJoin('realms as r', 'r.id', 'd.realm_id')
-    .select(['d.name', 'r.name as realm_name'])
-    .where('d.id', '=', ws.daemon_id)
-    .executeTakeFirstOrThrow();
-  const realmOpt = daemon.realm_name === 'default' ? '' : ` --realm ${daemon.realm_name}`;
-  const details = {
-    workspace_id: ws.id,
-    daemon_id: ws.daemon_id,
-    team_id: target.team_id,
-    team_version_id: target.team_version_id,
-    agent_id: target.agent_id,
-  };
-  if (installed.length === 0) {
-    const fix =
-      target.execution_type === 'team'
-        ? `run \`svc teams install ${what.ref} --daemon ${daemon.name}${realmOpt}\``
-        : `install a team that uses it: \`svc teams install TEAM --daemon ${daemon.name}${realmOpt}\``;
-    throw conflict(`${what.label} is not installed on daemon ${daemon.name}: ${fix}`, {
-      ...details,
-      missing: 'install',
-    });
-  }
-  const names = await teamNames(hub, [...assigned, installed[0]!.team_id]);
-  const fix = `run \`svc workspaces assign-teams ${ws.id} ${names.join(' ')}\``;
-  const team = target.execution_type === 'team' ? `team ${target.base_name}` : `no team using ${what.label}`;
-  throw conflict(`${team} is not assigned to workspace ${ws.name}: ${fix}`, {
-    ...details,
-    missing: 'assignment',
-  });
-}
-
-/** A run target in words: `team NAME@VERSION` or `agent NAME@VERSION`, and its `NAME@VERSION`. */
-async function describeTarget(hub: Hub, target: Target): Promise<{ label: string; ref: string }> {
-  const row = target.team_version_id
-    ? await hub.db
-        .selectFrom('team_versions')
-        .select(['name', 'version'])
-        .where('id', '=', target.team_version_id)
-        .executeTakeFirst()
-    : await hub.db
-        .selectFrom('agents')
-        .select(['name', 'version'])
-        .where('id', '=', target.agent_id!)
-        .executeTakeFirst();
-  const ref = row ? `${row.name}@${row.version}` : target.base_name;
-  return { label: `${target.execution_type} ${ref}`, ref };
-}
-
-/** The names of teams by team id, in the order given (one per team). */
-async function teamNames(hub: Hub, teamIds: string[]): Promise<string[]> {
-  const ids = [...new Set(teamIds)];
-  const rows = await hub.db
-    .selectFrom('team_versions')
-    .select(['team_id', 'name'])
-    .distinct()
-    .where('team_id', 'in', ids)
-    .execute();
-  const name = new Map(rows.map((r) => [r.team_id, r.name]));
-  return ids.map((id) => name.get(id) ?? id);
-}
-
-/** `reviewers`: phases of the run, handles of realm members (site and org admins included). */
-async function checkReviewers(
-  hub: Hub,
-  realm: { id: string; org_id: string },
-  target: Target,
-  reviewers: Record<string, string[]>,
-): Promise<Record<string, string[]>> {
-  const phases = new Set(
-    (await runDefinition(hub.db, { ...target, org_id: realm.org_id })).phases.map((p) => p.name),
-  );
-  const out: Record<string, string[]> = {};
-  for (const [phase, handles] of Object.entries(reviewers)) {
-    if (!phases.has(phase)) throw issue(`reviewers.${phase}`, 'is not a phase of this run');
-    for (const handle of handles) {
-      const u = await userByHandle(hub.db, handle);
-      if (!u || !(await countsAsRealmMember(hub, u, realm))) {
-        throw issue(`reviewers.${phase}`, `"${handle}" is not a member of this realm`);
-      }
-    }
-    out[phase] = [...new Set(handles)];
-  }
-  return out;
 }
 
 /** `runs/new`: the caller needs runs.create in the realm (the workspace's, or `realm_id`). */
@@ -417,24 +214,16 @@ export async function startRun(
     created_by_user_id: by.user_id,
   };
   // The run is written and sent where it goes in one transaction; the reply shows it as created.
-  const plan = await planDispatch(hub, seed);
-  let row: RunsTable;
-  const waitingRow = (r: RunsTable, waiting: Waiting | null): RunsTable =>
-    waiting ? { ...r, waiting_for: JSON.stringify({ ...waiting, group: undefined }) } : r;
+  const run: NewRun = {
+    runId: hub.newId(),
+    seed,
+    actor: by.actor,
+    idempotencyKey: key,
+    plan: await planDispatch(hub, seed),
+  };
+  let written: WrittenRun;
   try {
-    row = await inTx(hub, async (tx) => {
-      const inserted = await insertRun(tx.db, hub, seed, by.actor);
-      if (key) {
-        await insertIdempotencyKey(tx.db, {
-          realm_id: realm.id,
-          key,
-          run_id: inserted.run_id,
-          created_at: hub.now(),
-        });
-      }
-      if (claim && !(await claim(tx.db, inserted.run_id))) throw CLAIM_TAKEN;
-      return waitingRow(inserted, plan ? await dispatchIn(tx, inserted, plan) : null);
-    });
+    written = claim ? await writeClaimed(hub, run, claim) : await writeNewRun(hub, run);
   } catch (err) {
     if (err === CLAIM_TAKEN) return null;
     if (!isUniqueViolation(err)) throw err;
@@ -444,7 +233,16 @@ export async function startRun(
     if (claim) return null;
     throw err;
   }
-  return { run: runOut(row, false, hub.now()), created: true };
+  return { run: runOut(written.row, false, hub.now()), created: true };
+}
+
+/** A run started for a schedule or trigger: its claim is written in the run's own transaction. */
+function writeClaimed(hub: Hub, run: NewRun, claim: RunClaim): Promise<WrittenRun> {
+  return inTx(hub, async (tx) => {
+    const [written] = await writeRuns(tx, [run]);
+    if (!(await claim(tx.db, run.runId))) throw CLAIM_TAKEN;
+    return written!;
+  });
 }
 
 /**
@@ -513,13 +311,14 @@ export async function startChild(hub: Hub, actor: DaemonActor, input: StartChild
     timeout_ms: policyOf(tv.definition).timeout_ms,
   };
   let child: RunsTable;
-  const plan = await planDispatch(hub, seed);
+  const run: NewRun = {
+    runId: hub.newId(),
+    seed,
+    actor: daemonActor(actor.daemon.id),
+    plan: await planDispatch(hub, seed),
+  };
   try {
-    child = await inTx(hub, async (tx) => {
-      const inserted = await insertRun(tx.db, hub, seed, daemonActor(actor.daemon.id));
-      if (plan) await dispatchIn(tx, inserted, plan);
-      return inserted;
-    });
+    child = (await inTx(hub, (tx) => writeRuns(tx, [run])))[0]!.row;
   } catch (err) {
     const raced = isUniqueViolation(err) ? await runOfChildKey(hub.db, childKey) : undefined;
     if (!raced) throw err;

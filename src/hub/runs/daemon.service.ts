@@ -185,7 +185,7 @@ export async function appendLogs(hub: Hub, actor: DaemonActor, input: AppendLogs
   return hub.db.transaction().execute(async (trx) => {
     const run = await heldRun(trx, actor, input.run_id, input.lease_epoch);
     const lastSeq = await appendLogLines(trx, run.run_id, input.lines, hub.now());
-    await notifyRunChanged(trx, run.realm_id, run.run_id);
+    await notifyRunChanged(trx, [run]);
     return { appended: input.lines.length, last_seq: lastSeq };
   });
 }

@@ -5,7 +5,7 @@ import type { RunState } from '../../shared/api/run-states.js';
 import type { Actor, HistoryEntry as HistoryOut } from '../../shared/api/runs.js';
 import { notifyRunChanged } from '../cluster/bus.js';
 import type { Hub } from '../context.js';
-import { recordEvent } from '../events/events.js';
+import { recordEvents } from '../events/events.js';
 import { json, toJson } from './run.mapper.js';
 
 /** A run's history (SQL): every entry also becomes an event in the same transaction. */
@@ -27,6 +27,8 @@ export const NOTIFY_RUN_CHANNELS_ON: ReadonlySet<string> = new Set([
   'review.requested',
 ]);
 
+type HistoryRun = Pick<RunsTable, 'run_id' | 'org_id' | 'realm_id' | 'team_id' | 'notify_channels'>;
+
 /**
  * Appends a history entry (with the run's state after it) and records the same event in the
  * events table, in the caller's transaction.
@@ -34,45 +36,68 @@ export const NOTIFY_RUN_CHANNELS_ON: ReadonlySet<string> = new Set([
 export async function addHistory(
   db: Kysely<DB>,
   hub: Pick<Hub, 'newId' | 'now'>,
-  run: Pick<RunsTable, 'run_id' | 'org_id' | 'realm_id' | 'team_id' | 'notify_channels'>,
+  run: HistoryRun,
   state: RunState,
   e: HistoryEntry,
 ): Promise<void> {
+  await addHistories(db, hub, [{ run, state, entry: e }]);
+}
+
+/** Several entries at once (of new runs written together): one statement per table. */
+export async function addHistories(
+  db: Kysely<DB>,
+  hub: Pick<Hub, 'newId' | 'now'>,
+  entries: readonly { run: HistoryRun; state: RunState; entry: HistoryEntry }[],
+): Promise<void> {
+  if (entries.length === 0) return;
   const at = hub.now();
-  // A run's own notify_channels hear the events that need a person: its end, a loss, a review.
-  const channelIds = NOTIFY_RUN_CHANNELS_ON.has(e.type) ? (json<string[]>(run.notify_channels) ?? []) : [];
   await db
     .insertInto('run_history')
-    .values({
-      id: hub.newId(),
-      run_id: run.run_id,
-      type: e.type,
-      at,
-      from_phase: e.from_phase ?? null,
-      phase: e.phase ?? null,
-      state,
-      error: e.error ?? null,
-      actor: toJson(e.actor ?? null),
-      data: toJson(e.data ?? null),
-    })
+    .values(
+      entries.map(({ run, state, entry: e }) => ({
+        id: hub.newId(),
+        run_id: run.run_id,
+        type: e.type,
+        at,
+        from_phase: e.from_phase ?? null,
+        phase: e.phase ?? null,
+        state,
+        error: e.error ?? null,
+        actor: toJson(e.actor ?? null),
+        data: toJson(e.data ?? null),
+      })),
+    )
     .execute();
-  await notifyRunChanged(db, run.realm_id, run.run_id);
-  await recordEvent(db, hub, {
-    type: e.type,
-    org_id: run.org_id,
-    realm_id: run.realm_id,
-    subject_id: run.run_id,
-    payload: {
-      ...(e.data ?? {}),
-      run_id: run.run_id,
-      team_id: run.team_id,
-      state,
-      phase: e.phase ?? null,
-      error: e.error ?? null,
-      actor: e.actor ?? null,
-      ...(channelIds.length ? { channel_ids: channelIds } : {}),
-    },
-  });
+  await notifyRunChanged(
+    db,
+    entries.map(({ run }) => run),
+  );
+  await recordEvents(
+    db,
+    hub,
+    entries.map(({ run, state, entry: e }) => {
+      // A run's own notify_channels hear the events that need a person: its end, a loss, a review.
+      const channelIds = NOTIFY_RUN_CHANNELS_ON.has(e.type)
+        ? (json<string[]>(run.notify_channels) ?? [])
+        : [];
+      return {
+        type: e.type,
+        org_id: run.org_id,
+        realm_id: run.realm_id,
+        subject_id: run.run_id,
+        payload: {
+          ...(e.data ?? {}),
+          run_id: run.run_id,
+          team_id: run.team_id,
+          state,
+          phase: e.phase ?? null,
+          error: e.error ?? null,
+          actor: e.actor ?? null,
+          ...(channelIds.length ? { channel_ids: channelIds } : {}),
+        },
+      };
+    }),
+  );
 }
 
 export async function listHistory(db: Kysely<DB>, runId: string): Promise<HistoryOut[]> {

@@ -11,6 +11,7 @@ import { decodeCursor, pageOf } from '../http/paging.js';
 import { listHistory } from './history.repo.js';
 import { logLinesAfter } from './logs.repo.js';
 import { runOut } from './run.mapper.js';
+import { loadRunWithDaemon } from './run-read.repo.js';
 import { listQueueRows, listRunRows, loadRun, type RunListFilter } from './runs.repo.js';
 
 /** Reading runs: who may see one, and the Run, list and logs replies. */
@@ -20,9 +21,19 @@ export async function visibleRun(
   hub: Hub,
   actor: Actor | null,
   runId: string,
-  permission: 'runs.view' | 'runs.manage' | 'runs.terminate' = 'runs.view',
+  permission: RunPermission = 'runs.view',
 ): Promise<{ run: RunsTable; user: UserActor | null }> {
-  const run = await loadRun(hub.db, runId);
+  return mayTouch(hub, actor, await loadRun(hub.db, runId), permission);
+}
+
+type RunPermission = 'runs.view' | 'runs.manage' | 'runs.terminate';
+
+async function mayTouch<R extends RunsTable>(
+  hub: Hub,
+  actor: Actor | null,
+  run: R | undefined,
+  permission: RunPermission,
+): Promise<{ run: R; user: UserActor | null }> {
   if (!run) {
     if (!actor) throw new AppError('unauthorized', 'authentication required');
     throw notFound('run');
@@ -66,6 +77,19 @@ export async function managedRun(
 
 export async function showRun(hub: Hub, run: RunsTable, withHistory: boolean): Promise<Run> {
   const out: Run = runOut(run, await daemonOnline(hub.db, run.daemon_id), hub.now());
+  if (withHistory) out.history = await listHistory(hub.db, run.run_id);
+  return out;
+}
+
+/** `runs/get_by_id`: the run with its daemon's status in one query, if the caller may see it. */
+export async function showVisibleRun(
+  hub: Hub,
+  actor: Actor | null,
+  runId: string,
+  withHistory: boolean,
+): Promise<Run> {
+  const { run } = await mayTouch(hub, actor, await loadRunWithDaemon(hub.db, runId), 'runs.view');
+  const out: Run = runOut(run, run.daemon_status === 'online', hub.now());
   if (withHistory) out.history = await listHistory(hub.db, run.run_id);
   return out;
 }

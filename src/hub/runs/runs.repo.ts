@@ -10,6 +10,7 @@ import { type DB, updateOne } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
 import { decodeCursor } from '../http/paging.js';
+import { loadRun } from './run-read.repo.js';
 
 /**
  * Runs: every query on the `runs` table, one named function each. A row's state changes only
@@ -25,9 +26,7 @@ export type RunChanges = Omit<Partial<RunsTable>, 'state' | 'run_id'>;
 /** The states in which a daemon may hold a run's lease. */
 export const LIVE: RunState[] = ['queued', 'offered', 'assigned', 'running', 'awaiting_input'];
 
-export function loadRun(db: Kysely<DB>, runId: string): Promise<RunsTable | undefined> {
-  return db.selectFrom('runs').selectAll().where('run_id', '=', runId).executeTakeFirst();
-}
+export { loadRun };
 
 export function loadRuns(db: Kysely<DB>, runIds: string[]): Promise<RunsTable[]> {
   if (runIds.length === 0) return Promise.resolve([]);
@@ -44,10 +43,6 @@ export function runOfChildKey(db: Kysely<DB>, childKey: string) {
 
 export function runOfControlTx(db: Kysely<DB>, txId: string) {
   return db.selectFrom('runs').selectAll().where('control_tx_id', '=', txId).executeTakeFirst();
-}
-
-export async function insertRunRow(db: Kysely<DB>, row: RunsTable): Promise<void> {
-  await db.insertInto('runs').values(row).execute();
 }
 
 /**
@@ -76,22 +71,6 @@ export async function heldRunsPerDaemon(db: Kysely<DB>, daemonIds: string[]): Pr
     .groupBy('daemon_id')
     .execute();
   return new Map(rows.map((r) => [r.daemon_id as string, Number(r.n)]));
-}
-
-/**
- * The next number of a default run name for this team (or agent) in the realm, taken in the caller's
- * transaction (one row per realm and subject; concurrent runs get distinct numbers).
- */
-export async function nextRunNumber(db: Kysely<DB>, realmId: string, subjectId: string): Promise<number> {
-  const row = await db
-    .insertInto('run_numbers')
-    .values({ realm_id: realmId, subject_id: subjectId, last: 1 })
-    .onConflict((oc) =>
-      oc.columns(['realm_id', 'subject_id']).doUpdateSet((eb) => ({ last: eb('run_numbers.last', '+', 1) })),
-    )
-    .returning('last')
-    .executeTakeFirstOrThrow();
-  return Number(row.last);
 }
 
 /** Moves the row to `to` if it is still in `run.state` with `run.lease_epoch` (and the guard holds). */
@@ -361,44 +340,4 @@ export function openOffersInRealm(db: Kysely<DB>, realmId: string, limit: number
     .orderBy('runs.created_at')
     .limit(limit)
     .execute();
-}
-
-/** Idempotent starts (CONTRACT.md §10): a key is kept this long. */
-export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-
-/**
- * The run first started with `key` in the realm, if the key is still kept. A key older than
- * IDEMPOTENCY_TTL_MS is released (deleted only as it was read, so a concurrent new start wins once).
- */
-export async function runOfIdempotencyKey(
-  db: Kysely<DB>,
-  realmId: string,
-  key: string,
-  now: number,
-): Promise<RunsTable | undefined> {
-  const k = await db
-    .selectFrom('run_idempotency_keys')
-    .selectAll()
-    .where('realm_id', '=', realmId)
-    .where('key', '=', key)
-    .executeTakeFirst();
-  if (!k) return undefined;
-  if (k.created_at < now - IDEMPOTENCY_TTL_MS) {
-    await db
-      .deleteFrom('run_idempotency_keys')
-      .where('realm_id', '=', realmId)
-      .where('key', '=', key)
-      .where('created_at', '=', k.created_at)
-      .execute();
-    return undefined;
-  }
-  return loadRun(db, k.run_id);
-}
-
-/** Binds `key` to the run in the run's own transaction: a concurrent repeat fails on the primary key. */
-export async function insertIdempotencyKey(
-  db: Kysely<DB>,
-  row: { realm_id: string; key: string; run_id: string; created_at: number },
-): Promise<void> {
-  await db.insertInto('run_idempotency_keys').values(row).execute();
 }

@@ -8,7 +8,7 @@ import { cancelRun, forceTerminate, resumeRun } from './control.service.js';
 import { createRun, startChild } from './create.service.js';
 import { appendLogs, renewLeases, reportRun } from './daemon.service.js';
 import { claimRun } from './dispatch.service.js';
-import { listRuns, runLogs, showRun, visibleRun } from './read.service.js';
+import { listRuns, runLogs, showVisibleRun, visibleRun } from './read.service.js';
 
 const handles = z.array(z.string().min(1).max(100)).max(100);
 /** A deadline in milliseconds: at most 30 days. */
@@ -66,8 +66,7 @@ export const runOps = [
     summary: 'A run; with with_history: true, its history too.',
     input: z.object({ run_id: id, with_history: z.boolean().optional() }),
     async handler(ctx, input) {
-      const { run } = await visibleRun(ctx, ctx.actor, input.run_id, 'runs.view');
-      return { data: await showRun(ctx, run, input.with_history === true) };
+      return { data: await showVisibleRun(ctx, ctx.actor, input.run_id, input.with_history === true) };
     },
   }),
   op({

@@ -228,7 +228,7 @@ function start(
           wake = null;
         }
       } catch (err) {
-        req.log.error({ err, url: req.url }, 'event stream failed');
+        req.log.error({ err, url: req.url, reqId: req.id }, 'event stream failed');
       } finally {
         stream.end();
       }

@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { type Kysely, sql } from 'kysely';
+import { TEST_DB, type TestDatabase, testDatabase } from '../../test/helpers/db.js';
+import { type Database, openDatabaseOf } from './index.js';
+import { prepared, statementName } from './prepared.js';
+
+interface Things {
+  things: { id: string; kind: string; n: number };
+}
+
+const byKind = prepared((db: Kysely<Things>, kind: string, min: number) =>
+  db
+    .selectFrom('things')
+    .select(['id', 'n'])
+    .where('kind', '=', kind)
+    .where('n', '>=', min)
+    .where('id', '!=', 'never')
+    .orderBy('id'),
+);
+
+describe('prepared queries', () => {
+  let tdb: TestDatabase;
+  let d: Database<Things>;
+  before(async () => {
+    tdb = testDatabase();
+    d = await openDatabaseOf<Things>({ url: tdb.url, ...(tdb.schema ? { schema: tdb.schema } : {}) });
+    await d.db.schema
+      .createTable('things')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('kind', 'text', (c) => c.notNull())
+      .addColumn('n', 'integer', (c) => c.notNull())
+      .execute();
+    await d.db
+      .insertInto('things')
+      .values([
+        { id: 'a', kind: 'x', n: 1 },
+        { id: 'b', kind: 'x', n: 2 },
+        { id: 'c', kind: 'y', n: 3 },
+        { id: 'never', kind: 'x', n: 9 },
+      ])
+      .execute();
+  });
+  after(async () => {
+    await d.close();
+    await tdb.cleanup();
+  });
+
+  it('binds new values at each call and keeps the constants of the query', async () => {
+    assert.deepEqual(await byKind(d.db, 'x', 0), [
+      { id: 'a', n: 1 },
+      { id: 'b', n: 2 },
+    ]);
+    assert.deepEqual(await byKind(d.db, 'x', 2), [{ id: 'b', n: 2 }]);
+    assert.deepEqual(await byKind(d.db, 'y', 0), [{ id: 'c', n: 3 }]);
+    assert.deepEqual(await byKind(d.db, 'z', 0), []);
+  });
+
+  it('runs in a transaction, seeing its writes', async () => {
+    await d.db
+      .transaction()
+      .execute(async (trx) => {
+        await trx.insertInto('things').values({ id: 'd', kind: 'y', n: 4 }).execute();
+        assert.deepEqual(await byKind(trx, 'y', 4), [{ id: 'd', n: 4 }]);
+        throw new Error('undo');
+      })
+      .catch(() => {});
+    assert.deepEqual(await byKind(d.db, 'y', 4), []);
+  });
+
+  it('refuses a query that uses an argument other than as a parameter', async () => {
+    const shaped = prepared((db: Kysely<Things>, kind: string) =>
+      db
+        .selectFrom('things')
+        .select('id')
+        .$if(kind === 'x', (q) => q.where('kind', '=', 'x')),
+    );
+    await assert.rejects(shaped(d.db, 'x'), /binds some argument other than as a parameter/);
+  });
+
+  it('is a named statement on PostgreSQL, parsed once per connection', {
+    skip: TEST_DB !== 'postgres' && 'PostgreSQL only',
+  }, async () => {
+    await d.db.connection().execute(async (c) => {
+      await byKind(c, 'x', 0);
+      await byKind(c, 'y', 1);
+      const { rows } = await sql<{ name: string; statement: string }>`
+        select name, statement from pg_prepared_statements`.execute(c);
+      const named = rows.filter((r) => r.statement.includes('"things"'));
+      assert.equal(named.length, 1, JSON.stringify(rows));
+      assert.equal(statementName(named[0]!.statement), named[0]!.name);
+    });
+  });
+});

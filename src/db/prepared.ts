@@ -1,0 +1,78 @@
+import { createHash } from 'node:crypto';
+import { type CompiledQuery, type Kysely, PostgresAdapter } from 'kysely';
+
+/**
+ * Hot queries, compiled once. `prepared(build)` builds its query with stand-ins for the arguments
+ * the first time it runs on a database, keeps the SQL, and afterwards only binds new values: no query
+ * building and no compiling per call. On PostgreSQL the statement is also prepared by name on each
+ * connection (see `statementName`), so the server parses and plans it once per connection.
+ *
+ * For queries of one fixed shape: every argument is a plain value bound as a parameter (no lists of
+ * varying length, no clauses that depend on an argument), and the columns are named, not `selectAll`
+ * (a statement prepared as `select *` fails on PostgreSQL once a migration adds a column). Reads, and
+ * writes to tables the hub's caches do not watch: Kysely plugins see the query when it is compiled,
+ * not at each call.
+ */
+
+/**
+ * Every column of a table, by name (`allColumns<RunsTable>()(['run_id', …])`): a list that misses
+ * a column of `T` does not compile, so a prepared query selecting it reads whole rows as `select *`
+ * would.
+ */
+export function allColumns<T>() {
+  return <const C extends readonly (keyof T & string)[]>(
+    columns: C &
+      ([Exclude<keyof T, C[number]>] extends [never] ? unknown : { missing: Exclude<keyof T, C[number]> }),
+  ): C => columns;
+}
+
+/** Stands for the argument at `index` while the query is built. */
+class Arg {
+  constructor(readonly index: number) {}
+}
+
+interface Template {
+  compiled: CompiledQuery;
+  /** Per parameter: the index of the argument bound there, or -1 for a constant of the query. */
+  slots: number[];
+}
+
+/** SQL text → statement name, for the hot queries compiled on PostgreSQL. */
+const names = new Map<string, string>();
+
+/** The name a prepared PostgreSQL statement has on every connection (undefined: run it unnamed). */
+export function statementName(sqlText: string): string | undefined {
+  return names.get(sqlText);
+}
+
+export function prepared<D, A extends unknown[], R>(
+  build: (db: Kysely<D>, ...args: A) => { compile(): CompiledQuery<R> },
+): (db: Kysely<D>, ...args: A) => Promise<R[]> {
+  // One template per database dialect: a transaction shares its database's adapter.
+  const templates = new WeakMap<object, Template>();
+  const arity = build.length - 1;
+  const compile = (db: Kysely<D>): Template => {
+    const standIns = Array.from({ length: arity }, (_, i) => new Arg(i)) as A;
+    const compiled = build(db, ...standIns).compile();
+    const slots = compiled.parameters.map((p) => (p instanceof Arg ? p.index : -1));
+    if (new Set(slots.filter((s) => s >= 0)).size !== arity) {
+      throw new Error(`prepared query binds some argument other than as a parameter: ${compiled.sql}`);
+    }
+    if (db.getExecutor().adapter instanceof PostgresAdapter) {
+      names.set(compiled.sql, `svc_${createHash('sha256').update(compiled.sql).digest('hex').slice(0, 20)}`);
+    }
+    return { compiled, slots };
+  };
+  return async (db, ...args) => {
+    const adapter = db.getExecutor().adapter;
+    let t = templates.get(adapter);
+    if (!t) {
+      t = compile(db);
+      templates.set(adapter, t);
+    }
+    const { compiled, slots } = t;
+    const parameters = slots.map((s, i) => (s < 0 ? compiled.parameters[i] : args[s]));
+    const result = await db.executeQuery<R>({ ...compiled, parameters });
+    return result.rows;
+  };
+}

@@ -1,0 +1,187 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/index.js';
+import type { RunsTable } from '../../db/schema.js';
+import type { Actor as HistoryActor } from '../../shared/api/runs.js';
+import { groupCalls } from '../../shared/group-calls.js';
+import type { Hub, Tx } from '../context.js';
+import { inTx } from '../daemons/commands.js';
+import { insertRunGroups, type RunGroup } from './concurrency.js';
+import { type DispatchPlan, dispatchIn, type Waiting } from './dispatch.service.js';
+import { addHistories } from './history.repo.js';
+import { toJson } from './run.mapper.js';
+import { insertRunRows } from './runs.repo.js';
+import { insertIdempotencyKey, takeRunNumbers } from './starts.repo.js';
+
+/**
+ * Writing new runs. Each is inserted `queued` with its `run.queued` history entry, its idempotency
+ * key and its concurrency groups, and dispatched where its plan says, in one transaction.
+ *
+ * Starts that arrive while such a transaction runs are written together in the next one (a group
+ * commit, src/shared/group-calls.ts): one commit and one statement per table for the whole group
+ * instead of one of each per run, and their default names' numbers taken in one step. A lone start
+ * waits for nothing. A group that fails is written again run by run, so a run that cannot be
+ * written (a repeated idempotency key) fails alone; its id is chosen before, so no run is written twice.
+ */
+
+/** What a new run row needs besides its defaults. */
+export interface RunSeed {
+  org_id: string;
+  realm_id: string;
+  workspace_id: string | null;
+  workspace_path: string | null;
+  team_id: string | null;
+  team_version_id: string | null;
+  agent_id: string | null;
+  execution_type: 'team' | 'agent';
+  run_name: string | null;
+  /** Used for the default run name. */
+  base_name: string;
+  inputs: Record<string, unknown>;
+  reviewers: Record<string, string[]> | null;
+  notify_channels: unknown;
+  external_id: string | null;
+  context_labels: unknown;
+  parent_run_id: string | null;
+  parent_phase: string | null;
+  root_run_id: string | null;
+  call_path: string[] | null;
+  call_depth: number;
+  iteration_key: string | null;
+  /** Set for child runs: makes a retried `runs/start_child` return the same child. */
+  child_key?: string | null;
+  created_by_user_id: string | null;
+  priority: number;
+  /** Its concurrency groups (concurrency.ts), written with the run. */
+  groups: RunGroup[];
+  queue_timeout_ms: number | null;
+  timeout_ms: number | null;
+}
+
+/** One run to write. */
+export interface NewRun {
+  runId: string;
+  seed: RunSeed;
+  /** Who started it (its history actor). */
+  actor: HistoryActor;
+  idempotencyKey?: string | undefined;
+  /** Where it goes, read before the transaction (dispatch.service.ts planDispatch); null: it stays queued. */
+  plan: DispatchPlan | null;
+}
+
+/** A written run; `waiting` names the full concurrency group it waits for, if any. */
+export interface WrittenRun {
+  row: RunsTable;
+  waiting: Waiting | null;
+}
+
+/** At most this many runs are written in one transaction. */
+const MAX_GROUP = 100;
+
+/** The group commit of each database handle (its process's one). */
+const writers = new WeakMap<object, (run: NewRun & { hub: Hub }) => Promise<WrittenRun>>();
+
+/** Writes one new run, together with the others started meanwhile (see above). */
+export function writeNewRun(hub: Hub, run: NewRun): Promise<WrittenRun> {
+  let write = writers.get(hub.db);
+  if (!write) {
+    write = groupCalls((runs) => inTx(runs[0]!.hub, (tx) => writeRuns(tx, runs)), MAX_GROUP);
+    writers.set(hub.db, write);
+  }
+  return write({ ...run, hub });
+}
+
+/** Writes new runs in the caller's transaction: rows, history, keys, and their dispatch. */
+export async function writeRuns(tx: Tx, runs: readonly NewRun[]): Promise<WrittenRun[]> {
+  const rows = await insertRuns(tx.db, tx.hub, runs);
+  const out: WrittenRun[] = [];
+  for (const [i, run] of runs.entries()) {
+    const row = rows[i]!;
+    if (run.idempotencyKey) {
+      await insertIdempotencyKey(tx.db, {
+        realm_id: row.realm_id,
+        key: run.idempotencyKey,
+        run_id: row.run_id,
+        created_at: row.created_at,
+      });
+    }
+    const waiting = run.plan ? await dispatchIn(tx, row, run.plan) : null;
+    out.push({
+      row: waiting ? { ...row, waiting_for: JSON.stringify({ ...waiting, group: undefined }) } : row,
+      waiting,
+    });
+  }
+  return out;
+}
+
+/**
+ * Inserts `queued` runs with their `run.queued` history entries (in the caller's transaction). The
+ * numbers of default names (`<team or agent>-<n>`) are taken once per team (or agent) and realm.
+ */
+export async function insertRuns(
+  db: Kysely<DB>,
+  hub: Pick<Hub, 'newId' | 'now'>,
+  runs: readonly Pick<NewRun, 'runId' | 'seed' | 'actor'>[],
+): Promise<RunsTable[]> {
+  const now = hub.now();
+  const subjectOf = (s: RunSeed) => s.team_id ?? s.agent_id ?? s.base_name;
+  const unnamed = new Map<string, { realmId: string; subjectId: string; count: number; next: number }>();
+  for (const { seed } of runs) {
+    if (seed.run_name !== null) continue;
+    const key = `${seed.realm_id} ${subjectOf(seed)}`;
+    const n = unnamed.get(key) ?? { realmId: seed.realm_id, subjectId: subjectOf(seed), count: 0, next: 0 };
+    n.count++;
+    unnamed.set(key, n);
+  }
+  for (const n of unnamed.values()) n.next = await takeRunNumbers(db, n.realmId, n.subjectId, n.count);
+  const rows = runs.map(({ runId, seed }): RunsTable => {
+    const { base_name, child_key, groups, queue_timeout_ms, timeout_ms, ...fields } = seed;
+    const numbered = seed.run_name === null ? unnamed.get(`${seed.realm_id} ${subjectOf(seed)}`)! : null;
+    return {
+      ...fields,
+      run_id: runId,
+      call_path: toJson(seed.call_path),
+      child_key: child_key ?? null,
+      daemon_id: null,
+      run_name: seed.run_name ?? `${base_name}-${numbered!.next++}`,
+      state: 'queued',
+      inputs: JSON.stringify(seed.inputs),
+      outputs: '{}',
+      error: null,
+      current_pid: null,
+      current_phase: null,
+      context_labels: toJson(seed.context_labels),
+      reviewers: toJson(seed.reviewers),
+      notify_channels: toJson(seed.notify_channels),
+      lease_epoch: 0,
+      lease_expires_at: now,
+      queue_item_id: null,
+      pending_control: null,
+      control_tx_id: null,
+      started_at: now,
+      completed_at: null,
+      logs_pruned_at: null,
+      state_lost_at: null,
+      terminated_at: null,
+      terminated_by_user_id: null,
+      terminated_reason: null,
+      created_at: now,
+      updated_at: now,
+      concurrency: groups.length ? JSON.stringify(groups) : null,
+      waiting_for: null,
+      queue_deadline_at: queue_timeout_ms === null ? null : now + queue_timeout_ms,
+      run_deadline_at: timeout_ms === null ? null : now + timeout_ms,
+    };
+  });
+  await insertRunRows(db, rows);
+  for (const [i, { seed }] of runs.entries()) await insertRunGroups(db, rows[i]!.run_id, seed.groups);
+  await addHistories(
+    db,
+    hub,
+    rows.map((row, i) => ({
+      run: row,
+      state: 'queued',
+      entry: { type: 'run.queued', actor: runs[i]!.actor },
+    })),
+  );
+  return rows;
+}

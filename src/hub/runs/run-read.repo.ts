@@ -1,0 +1,84 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/index.js';
+import { allColumns, prepared } from '../../db/prepared.js';
+import type { DaemonsTable, RunsTable } from '../../db/schema.js';
+
+/** Reading one run (SQL): the hot reads, prepared once (src/db/prepared.ts). */
+
+/** Every column of `runs`, by name: a prepared statement must not be `select *`. */
+export const RUN_COLUMNS = allColumns<RunsTable>()([
+  'run_id',
+  'org_id',
+  'realm_id',
+  'workspace_id',
+  'workspace_path',
+  'team_id',
+  'team_version_id',
+  'agent_id',
+  'daemon_id',
+  'parent_run_id',
+  'parent_phase',
+  'root_run_id',
+  'call_path',
+  'call_depth',
+  'iteration_key',
+  'child_key',
+  'run_name',
+  'state',
+  'inputs',
+  'outputs',
+  'error',
+  'execution_type',
+  'current_pid',
+  'current_phase',
+  'external_id',
+  'context_labels',
+  'reviewers',
+  'notify_channels',
+  'lease_epoch',
+  'lease_expires_at',
+  'queue_item_id',
+  'pending_control',
+  'control_tx_id',
+  'started_at',
+  'completed_at',
+  'state_lost_at',
+  'terminated_at',
+  'terminated_by_user_id',
+  'terminated_reason',
+  'created_by_user_id',
+  'created_at',
+  'updated_at',
+  'logs_pruned_at',
+  'priority',
+  'concurrency',
+  'waiting_for',
+  'queue_deadline_at',
+  'run_deadline_at',
+]);
+
+const OF_RUNS = RUN_COLUMNS.map((c) => `runs.${c}` as const) as `runs.${(typeof RUN_COLUMNS)[number]}`[];
+
+const byId = prepared((db: Kysely<DB>, runId: string) =>
+  db.selectFrom('runs').select(RUN_COLUMNS).where('run_id', '=', runId),
+);
+
+export async function loadRun(db: Kysely<DB>, runId: string): Promise<RunsTable | undefined> {
+  return (await byId(db, runId))[0];
+}
+
+/** The run with its daemon's status (null: no daemon, or a removed one), in one query. */
+export type RunWithDaemon = RunsTable & { daemon_status: DaemonsTable['status'] | null };
+
+const withDaemon = prepared((db: Kysely<DB>, runId: string) =>
+  db
+    .selectFrom('runs')
+    .leftJoin('daemons as d', (j) => j.onRef('d.id', '=', 'runs.daemon_id').on('d.revoked_at', 'is', null))
+    .select(OF_RUNS)
+    .select('d.status as daemon_status')
+    .where('runs.run_id', '=', runId),
+);
+
+export async function loadRunWithDaemon(db: Kysely<DB>, runId: string): Promise<RunWithDaemon | undefined> {
+  return (await withDaemon(db, runId))[0];
+}

@@ -1,0 +1,69 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/index.js';
+import type { RunsTable } from '../../db/schema.js';
+import { loadRun } from './run-read.repo.js';
+
+/** Starting runs (SQL): the numbers of default run names, and idempotency keys. */
+
+/**
+ * Takes `count` numbers of default run names for this team (or agent) in the realm, in the caller's
+ * transaction (one row per realm and subject; concurrent runs get distinct numbers); answers the first.
+ */
+export async function takeRunNumbers(
+  db: Kysely<DB>,
+  realmId: string,
+  subjectId: string,
+  count: number,
+): Promise<number> {
+  const row = await db
+    .insertInto('run_numbers')
+    .values({ realm_id: realmId, subject_id: subjectId, last: count })
+    .onConflict((oc) =>
+      oc
+        .columns(['realm_id', 'subject_id'])
+        .doUpdateSet((eb) => ({ last: eb('run_numbers.last', '+', eb.ref('excluded.last')) })),
+    )
+    .returning('last')
+    .executeTakeFirstOrThrow();
+  return Number(row.last) - count + 1;
+}
+
+/** Idempotent starts (CONTRACT.md §10): a key is kept this long. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The run first started with `key` in the realm, if the key is still kept. A key older than
+ * IDEMPOTENCY_TTL_MS is released (deleted only as it was read, so a concurrent new start wins once).
+ */
+export async function runOfIdempotencyKey(
+  db: Kysely<DB>,
+  realmId: string,
+  key: string,
+  now: number,
+): Promise<RunsTable | undefined> {
+  const k = await db
+    .selectFrom('run_idempotency_keys')
+    .selectAll()
+    .where('realm_id', '=', realmId)
+    .where('key', '=', key)
+    .executeTakeFirst();
+  if (!k) return undefined;
+  if (k.created_at < now - IDEMPOTENCY_TTL_MS) {
+    await db
+      .deleteFrom('run_idempotency_keys')
+      .where('realm_id', '=', realmId)
+      .where('key', '=', key)
+      .where('created_at', '=', k.created_at)
+      .execute();
+    return undefined;
+  }
+  return loadRun(db, k.run_id);
+}
+
+/** Binds `key` to the run in the run's own transaction: a concurrent repeat fails on the primary key. */
+export async function insertIdempotencyKey(
+  db: Kysely<DB>,
+  row: { realm_id: string; key: string; run_id: string; created_at: number },
+): Promise<void> {
+  await db.insertInto('run_idempotency_keys').values(row).execute();
+}

@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { groupCalls } from './group-calls.js';
+
+/** A `run` that records its groups; it waits for `release()` before answering each group. */
+function recorder(fail: (item: number) => boolean = () => false) {
+  const groups: number[][] = [];
+  let release: () => void = () => {};
+  const run = async (items: number[]) => {
+    groups.push(items);
+    await new Promise<void>((r) => {
+      release = r;
+    });
+    if (items.some(fail)) throw new Error(`cannot do ${items.filter(fail).join(',')}`);
+    return items.map((i) => i * 10);
+  };
+  return { groups, run, release: () => release() };
+}
+
+/** Waits until `cond` holds, turn by turn of the event loop. */
+async function turnsUntil(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !cond(); i++) await new Promise((r) => setImmediate(r));
+  assert.ok(cond(), 'condition never held');
+}
+
+describe('groupCalls', () => {
+  it('runs a lone call at the end of its turn, alone', async () => {
+    const r = recorder();
+    const call = groupCalls(r.run, 10);
+    const out = call(1);
+    assert.deepEqual(r.groups, [], 'not before the turn ends');
+    await turnsUntil(() => r.groups.length === 1);
+    r.release();
+    assert.equal(await out, 10);
+    assert.deepEqual(r.groups, [[1]]);
+  });
+
+  it('groups the calls of one turn, and those made while a group runs, in order', async () => {
+    const r = recorder();
+    const call = groupCalls(r.run, 10);
+    const first = [call(1), call(2), call(3)];
+    await turnsUntil(() => r.groups.length === 1);
+    const second = [call(4), call(5)];
+    r.release();
+    assert.deepEqual(await Promise.all(first), [10, 20, 30]);
+    await turnsUntil(() => r.groups.length === 2);
+    r.release();
+    assert.deepEqual(await Promise.all(second), [40, 50]);
+    assert.deepEqual(r.groups, [
+      [1, 2, 3],
+      [4, 5],
+    ]);
+  });
+
+  it('takes at most maxGroup items at once', async () => {
+    const r = recorder();
+    const call = groupCalls(r.run, 2);
+    const all = [call(1), call(2), call(3)];
+    await turnsUntil(() => r.groups.length === 1);
+    r.release();
+    await turnsUntil(() => r.groups.length === 2);
+    r.release();
+    assert.deepEqual(await Promise.all(all), [10, 20, 30]);
+    assert.deepEqual(r.groups, [[1, 2], [3]]);
+  });
+
+  it('runs a failed group again item by item: only the bad item fails', async () => {
+    const r = recorder((i) => i === 2);
+    const call = groupCalls(r.run, 10);
+    const all = [call(1), call(2), call(3)].map((p) => p.then(String, (e: Error) => e.message));
+    for (let n = 1; n <= 4; n++) {
+      await turnsUntil(() => r.groups.length === n);
+      r.release();
+    }
+    assert.deepEqual(await Promise.all(all), ['10', 'cannot do 2', '30']);
+    assert.deepEqual(r.groups, [[1, 2, 3], [1], [2], [3]]);
+  });
+});

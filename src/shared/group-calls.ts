@@ -1,0 +1,60 @@
+/**
+ * Group commit for any batchable work: `groupCalls(run)` answers a function of one item. A call made
+ * while no group is running starts one at the end of the event loop's current turn, with the calls
+ * made in that turn (requests that arrived together); calls made while a group runs wait, and the
+ * next group takes them together (at most `maxGroup`, in arrival order). So a lone call waits for
+ * nothing but the end of its turn, and under load the work of many calls is done in one go. (The end
+ * of the turn matters where the work never waits for I/O, as with SQLite: without it, each call
+ * would run and finish before the next request is even read.)
+ *
+ * `run` answers one result per item, in order. When it fails for a group of several items, each
+ * item runs again alone, so that an item that cannot be done fails its own call only; `run` must
+ * therefore leave nothing behind when it fails (one transaction).
+ */
+export function groupCalls<I, O>(
+  run: (items: I[]) => Promise<O[]>,
+  maxGroup: number,
+): (item: I) => Promise<O> {
+  interface Waiting {
+    item: I;
+    resolve(out: O): void;
+    reject(err: unknown): void;
+  }
+  const queue: Waiting[] = [];
+  let running = false;
+
+  const alone = async (w: Waiting) => {
+    try {
+      w.resolve((await run([w.item]))[0]!);
+    } catch (err) {
+      w.reject(err);
+    }
+  };
+  const drain = async () => {
+    while (queue.length > 0) {
+      const group = queue.splice(0, maxGroup);
+      if (group.length === 1) {
+        await alone(group[0]!);
+        continue;
+      }
+      let out: O[];
+      try {
+        out = await run(group.map((w) => w.item));
+      } catch {
+        for (const w of group) await alone(w);
+        continue;
+      }
+      for (const [i, w] of group.entries()) w.resolve(out[i]!);
+    }
+    running = false;
+  };
+
+  return (item) =>
+    new Promise<O>((resolve, reject) => {
+      queue.push({ item, resolve, reject });
+      if (!running) {
+        running = true;
+        setImmediate(() => void drain());
+      }
+    });
+}
