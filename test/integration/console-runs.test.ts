@@ -179,12 +179,15 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ greeted: in
     await page.locator('input[name="q"]').press('Enter');
     await page.waitForURL(/q=SWEEP/);
     await page.getByRole('link', { name: 'greet-1' }).waitFor({ state: 'detached' });
+    // The filtered page loads after the old rows go (skeleton rows in between).
+    await page.getByRole('link', { name: 'nightly sweep' }).waitFor();
     assert.equal(await rows.count(), 1);
 
     await page.getByRole('button', { name: 'Clear filters' }).click();
     await page.getByRole('link', { name: 'greet-1' }).waitFor();
     await page.locator('select[name="by"]').selectOption({ label: ada.handle });
     await page.getByRole('link', { name: 'nightly sweep' }).waitFor({ state: 'detached' });
+    await page.getByRole('link', { name: 'greet-2' }).waitFor();
     assert.deepEqual((await page.locator('table.runs tbody td a').allTextContents()).sort(), [
       'greet-1',
       'greet-2',
