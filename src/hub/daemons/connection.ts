@@ -1,6 +1,5 @@
 import type { EventEmitter } from 'node:events';
 import type { WebSocket } from 'ws';
-import { updateOne } from '../../db/index.js';
 import { jsonTextTooDeep, tooDeepMessage } from '../../shared/json-depth.js';
 import type {
   AckFrame,
@@ -12,7 +11,6 @@ import type {
 } from '../../shared/protocol.js';
 import { DaemonFrame } from '../../shared/protocol.js';
 import type { Hub } from '../context.js';
-import { recordEvent } from '../events/events.js';
 import {
   type CommandResult,
   type DispatchKeys,
@@ -24,6 +22,7 @@ import {
 import { realmAcl } from './acl.js';
 import { signDispatch } from './dispatch.js';
 import { markAcked, markSent, pendingCommands, type StoredCommand } from './outbox.repo.js';
+import type { Presence } from './presence.js';
 
 /** What the tunnel needs from the hub: everything but itself. */
 export type TunnelDeps = Omit<Hub, 'tunnel'>;
@@ -43,6 +42,10 @@ export interface TunnelState {
   calls: OpCaller | null;
   /** Acks received and not yet recorded: recorded together, in one transaction. */
   acks: { conn: Conn; ack: AckFrame }[];
+  /** Daemons' online/offline/last-seen writes (presence.ts). */
+  presence: Presence;
+  /** A realm's ACL being read for connections' hellos: connections that open together share it. */
+  aclReads: Map<string, Promise<AclEntry[]>>;
 }
 
 /** One daemon's WebSocket to this hub process. */
@@ -111,27 +114,8 @@ export function openConnection(s: TunnelState, conn: Conn): void {
 }
 
 async function greet(s: TunnelState, conn: Conn): Promise<void> {
-  const { db } = s.deps;
-  await db.transaction().execute(async (trx) => {
-    await trx
-      .updateTable('daemons')
-      .set({
-        status: 'online',
-        last_seen_at: conn.openedAt,
-        connection_id: conn.id,
-        hub_instance_id: s.instanceId,
-      })
-      .where('id', '=', conn.daemonId)
-      .execute();
-    await recordEvent(trx, s.deps, {
-      type: 'daemon.connected',
-      org_id: conn.orgId,
-      realm_id: conn.realmId,
-      subject_id: conn.daemonId,
-      payload: { daemon_id: conn.daemonId, connection_id: conn.id },
-    });
-  });
-  const acl = await realmAcl(db, conn.realmId);
+  await s.presence.connected(conn);
+  const acl = await helloAcl(s, conn.realmId);
   if (conn.closed) return;
   const hello: HelloFrame = {
     type: 'hello',
@@ -146,6 +130,19 @@ async function greet(s: TunnelState, conn: Conn): Promise<void> {
   if (conn.aclStale) await pushRealmAcl(s, conn.realmId);
   s.events.emit('connected', { daemon_id: conn.daemonId, connection_id: conn.id });
   flush(s, conn);
+}
+
+/**
+ * The realm's ACL for a hello, read once for the connections greeted together. A change during the
+ * read is not missed: pushRealmAcl marks the connections not yet greeted, which push it after.
+ */
+function helloAcl(s: TunnelState, realmId: string): Promise<AclEntry[]> {
+  let read = s.aclReads.get(realmId);
+  if (!read) {
+    read = realmAcl(s.deps.db, realmId).finally(() => s.aclReads.delete(realmId));
+    s.aclReads.set(realmId, read);
+  }
+  return read;
 }
 
 /** Sends the realm's current ACL to its daemons connected here. */
@@ -322,15 +319,7 @@ function onPong(s: TunnelState, conn: Conn): void {
   const at = s.deps.now();
   if (at - conn.lastTouchAt < TOUCH_EVERY_MS || conn.closed) return;
   conn.lastTouchAt = at;
-  s.track(
-    s.deps.db
-      .updateTable('daemons')
-      .set({ last_seen_at: at })
-      .where('id', '=', conn.daemonId)
-      .where('connection_id', '=', conn.id)
-      .execute(),
-    'tunnel touch',
-  );
+  s.track(s.presence.touched(conn), 'tunnel touch');
 }
 
 /**
@@ -345,27 +334,8 @@ function onClose(s: TunnelState, conn: Conn): void {
       await conn.opening?.catch(() => {});
       await conn.flushing?.catch(() => {});
       if (s.conns.has(conn.daemonId)) return;
-      const { db } = s.deps;
-      const at = s.deps.now();
-      const wentOffline = await db.transaction().execute(async (trx) => {
-        const marked = await updateOne(
-          trx
-            .updateTable('daemons')
-            .set({ status: 'offline', last_seen_at: at, connection_id: null, hub_instance_id: null })
-            .where('id', '=', conn.daemonId)
-            .where('connection_id', '=', conn.id),
-        );
-        if (!marked) return false;
-        await recordEvent(trx, s.deps, {
-          type: 'daemon.disconnected',
-          org_id: conn.orgId,
-          realm_id: conn.realmId,
-          subject_id: conn.daemonId,
-          payload: { daemon_id: conn.daemonId, connection_id: conn.id },
-        });
-        return true;
-      });
-      if (wentOffline) s.events.emit('disconnected', { daemon_id: conn.daemonId, connection_id: conn.id });
+      if (await s.presence.disconnected(conn))
+        s.events.emit('disconnected', { daemon_id: conn.daemonId, connection_id: conn.id });
     })(),
     'tunnel close',
   );

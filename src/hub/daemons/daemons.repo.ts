@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { DB } from '../../db/index.js';
+import { type DB, updateOne } from '../../db/index.js';
 import type { DaemonsTable } from '../../db/schema.js';
 import type { Daemon } from '../../shared/api/daemons.js';
 import { notFound } from '../../shared/errors.js';
@@ -72,4 +72,74 @@ export async function daemonOnline(db: Kysely<DB>, daemonId: string | null): Pro
 /** The realm of a daemon (removed or not), or undefined. */
 export function realmOfDaemon(db: Kysely<DB>, daemonId: string) {
   return db.selectFrom('daemons').select('realm_id').where('id', '=', daemonId).executeTakeFirst();
+}
+
+/** A daemon's connection to one hub process, as its presence records it. */
+export interface Connection {
+  daemonId: string;
+  connectionId: string;
+}
+
+/** Marks each daemon online through its new connection (in the caller's transaction). */
+export async function markConnected(
+  trx: Kysely<DB>,
+  conns: readonly Connection[],
+  at: number,
+  hubInstanceId: string,
+): Promise<void> {
+  for (const c of conns) {
+    await trx
+      .updateTable('daemons')
+      .set({
+        status: 'online',
+        last_seen_at: at,
+        connection_id: c.connectionId,
+        hub_instance_id: hubInstanceId,
+      })
+      .where('id', '=', c.daemonId)
+      .execute();
+  }
+}
+
+/**
+ * Marks each daemon offline unless a newer connection replaced the given one, here or on another
+ * hub process; answers, per connection, whether it did (in the caller's transaction).
+ */
+export async function markDisconnected(
+  trx: Kysely<DB>,
+  conns: readonly Connection[],
+  at: number,
+): Promise<boolean[]> {
+  const out: boolean[] = [];
+  for (const c of conns) {
+    out.push(
+      await updateOne(
+        trx
+          .updateTable('daemons')
+          .set({ status: 'offline', last_seen_at: at, connection_id: null, hub_instance_id: null })
+          .where('id', '=', c.daemonId)
+          .where('connection_id', '=', c.connectionId),
+      ),
+    );
+  }
+  return out;
+}
+
+/** `last_seen_at` of the daemons still on these connections (a connection id is one daemon's). */
+export async function touchConnections(db: Kysely<DB>, conns: readonly Connection[], at: number) {
+  if (conns.length === 0) return;
+  await db
+    .updateTable('daemons')
+    .set({ last_seen_at: at })
+    .where(
+      'id',
+      'in',
+      conns.map((c) => c.daemonId),
+    )
+    .where(
+      'connection_id',
+      'in',
+      conns.map((c) => c.connectionId),
+    )
+    .execute();
 }

@@ -318,6 +318,59 @@ describe('daemon tunnel', () => {
     ]);
   });
 
+  it('many daemons connecting and leaving at once are each online, greeted and offline, with their events', async () => {
+    const n = 40;
+    const made = await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        h.ok('realms/create_daemon_token', { realm_id: w.realmId, name: `crowd-${i}` }),
+      ),
+    );
+    const ids = made.map((m) => m.data.daemon_id as string);
+    const crowd = await Promise.all(made.map((m) => connectDaemon(h.url, m.data.token)));
+    const hellos = crowd.map((c) => c.hello);
+    assert.deepEqual(
+      hellos.map((x) => x.daemon_id),
+      ids,
+    );
+    // Every hello carries the realm's ACL (read once for the connections greeted together).
+    for (const x of hellos) assert.deepEqual(x.acl, hellos[0]!.acl);
+    assert.ok(hellos[0]!.acl.length > 0);
+    const status = async () =>
+      (await hub().db.selectFrom('daemons').select(['id', 'status']).where('id', 'in', ids).execute()).map(
+        (d) => d.status,
+      );
+    assert.deepEqual(await status(), Array(n).fill('online'));
+
+    const gone = new Set<string>();
+    const allOffline = new Promise<void>((resolve) => {
+      const seen = (e: { daemon_id: string }) => {
+        if (ids.includes(e.daemon_id)) gone.add(e.daemon_id);
+        if (gone.size === n) {
+          hub().tunnel.events.off('disconnected', seen);
+          resolve();
+        }
+      };
+      hub().tunnel.events.on('disconnected', seen);
+    });
+    await Promise.all(crowd.map((c) => c.close()));
+    await allOffline;
+    assert.deepEqual(await status(), Array(n).fill('offline'));
+    const counts = await hub()
+      .db.selectFrom('events')
+      .select(['type', (eb) => eb.fn.countAll<number | string>().as('n')])
+      .where('subject_id', 'in', ids)
+      .groupBy('type')
+      .orderBy('type')
+      .execute();
+    assert.deepEqual(
+      counts.map((c) => [c.type, Number(c.n)]),
+      [
+        ['daemon.connected', n],
+        ['daemon.disconnected', n],
+      ],
+    );
+  });
+
   it('redelivers unacked commands after the hub process is replaced, with the same dispatch key', async () => {
     const c1 = await connect();
     const key = c1.hello.dispatch_key;

@@ -19,6 +19,7 @@ import {
 } from './connection.js';
 import { loadDispatchKeys } from './dispatch.js';
 import { commandResult, loadCommand } from './outbox.repo.js';
+import { createPresence } from './presence.js';
 import { authenticateUpgrade, CONNECT_PATH, rejectUpgrade } from './upgrade.js';
 
 const CLOSE_GRACE_MS = 1_000;
@@ -56,6 +57,8 @@ export async function createTunnel(
     },
     calls: null,
     acks: [],
+    presence: createPresence(deps, instanceId),
+    aclReads: new Map(),
   };
 
   /**
