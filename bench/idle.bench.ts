@@ -6,6 +6,12 @@
  * PING_MS for the bench; 15 s by default), which must drop none of them. Then the hub's RSS and heap
  * (after a full GC) are compared with those before the connections: MB per 1,000 connections.
  * Baseline: the same number of connections to a bare `ws` server (pinging alike) in its own process.
+ *
+ * Then the reconnect storm: the server process is stopped (SIGTERM-like: the hub closes every tunnel)
+ * and a new one started on the same port at once; every client dials again with the daemon's own
+ * policy (src/daemon/backoff.ts: full jitter from 0–500 ms, doubling after a failed dial), and the
+ * time until the last one is greeted again is measured, from the stop and from the new process's
+ * readiness. The hub must then hold every daemon online (dispatchable). Same for the bare server.
  */
 import { mintToken } from '../src/shared/tokens.js';
 import type { BenchResult } from './index.js';
@@ -28,6 +34,10 @@ interface Held {
   after: Mem;
   connectMs: number;
   pings: number;
+  /** The reconnect storm: stop → all back, new process ready → all back (ms), dials made. */
+  storm: { totalMs: number; afterReadyMs: number; redials: number; failed: number };
+  /** The server process after the restart. */
+  server: Child;
 }
 
 /** Opens the connections from a fresh client process, holds them, and measures the server. */
@@ -36,13 +46,14 @@ async function hold(
   url: string,
   daemons: { daemon_id: string; token: string }[],
   plain: boolean,
+  restart: (old: Child) => Promise<Child>,
 ): Promise<Held> {
   const clients = await startChild('daemons-process.ts', { fdLimit: FD_LIMIT });
   try {
     const before = (await server.request('memory')) as Mem;
     const c = await clients.request(
       'connect',
-      { url, daemons, concurrency: CONNECT_CONCURRENCY, pingMs: PING_MS, plain },
+      { url, daemons, concurrency: CONNECT_CONCURRENCY, pingMs: PING_MS, plain, reconnect: true },
       240_000,
     );
     await clients.request('stats', { reset: true });
@@ -59,7 +70,30 @@ async function hold(
       throw new Error(`hub: ${counts.online} daemons online of ${daemons.length}`);
     }
     const after = (await server.request('memory')) as Mem;
-    return { before, after, connectMs: c.ms, pings: st.pings };
+
+    const stopAt = Date.now();
+    const fresh = await restart(server);
+    const readyAt = Date.now();
+    const { lastOpenAt } = await clients.request('back', { n: daemons.length }, 300_000);
+    const dials = await clients.request('stats');
+    if (!plain) {
+      const { online } = await fresh.request('counts');
+      if (online !== daemons.length)
+        throw new Error(`hub after the storm: ${online} online of ${daemons.length}`);
+    }
+    return {
+      before,
+      after,
+      connectMs: c.ms,
+      pings: st.pings,
+      storm: {
+        totalMs: lastOpenAt - stopAt,
+        afterReadyMs: lastOpenAt - readyAt,
+        redials: dials.redials,
+        failed: dials.failedRedials,
+      },
+      server: fresh,
+    };
   } finally {
     await clients.close();
   }
@@ -71,7 +105,7 @@ export default async function idleBench(): Promise<BenchResult[]> {
   let hub: Child | null = null;
   let ws: Child | null = null;
   try {
-    const startHubChild = () =>
+    const startHubChild = (port = 0) =>
       startChild('hub-process.ts', {
         nodeArgs: ['--expose-gc'],
         fdLimit: FD_LIMIT,
@@ -80,6 +114,7 @@ export default async function idleBench(): Promise<BenchResult[]> {
             databaseUrl: db.url,
             ...(db.schema ? { schema: db.schema } : {}),
             adminToken,
+            port,
             config: { tunnelPingMs: PING_MS },
           }),
         },
@@ -101,17 +136,31 @@ export default async function idleBench(): Promise<BenchResult[]> {
     hub = await startHubChild();
     hubUrl = hub.hello.url as string;
     const tunnel = `${hubUrl.replace(/^http/, 'ws')}/v1/daemons/connect`;
-    const h = await hold(hub, tunnel, daemons, false);
-    await hub.close();
+    const hubPort = Number(new URL(hubUrl).port);
+    const h = await hold(hub, tunnel, daemons, false, async (old) => {
+      hub = null;
+      await old.close();
+      hub = await startHubChild(hubPort);
+      return hub;
+    });
+    await h.server.close();
     hub = null;
 
-    ws = await startChild('hub-process.ts', {
-      args: ['ws'],
-      nodeArgs: ['--expose-gc'],
-      fdLimit: FD_LIMIT,
-      env: { SVC_BENCH_PING_MS: String(PING_MS) },
+    const startWs = (port = 0) =>
+      startChild('hub-process.ts', {
+        args: ['ws'],
+        nodeArgs: ['--expose-gc'],
+        fdLimit: FD_LIMIT,
+        env: { SVC_BENCH_PING_MS: String(PING_MS), SVC_BENCH_PORT: String(port) },
+      });
+    ws = await startWs();
+    const wsUrl = ws.hello.url as string;
+    const b = await hold(ws, wsUrl.replace(/^http/, 'ws'), daemons, true, async (old) => {
+      ws = null;
+      await old.close();
+      ws = await startWs(Number(new URL(wsUrl).port));
+      return ws;
     });
-    const b = await hold(ws, (ws.hello.url as string).replace(/^http/, 'ws'), daemons, true);
 
     const n = IDLE_DAEMONS;
     const perK = (x: Held, k: keyof Mem) => ((x.after[k] - x.before[k]) / n) * 1000;
@@ -148,6 +197,19 @@ export default async function idleBench(): Promise<BenchResult[]> {
           `${CONNECT_CONCURRENCY} handshakes at a time; hub: token check, daemon online + daemon.connected event, hello with the ACL; ` +
           `${n.toLocaleString('en-US')} realm tokens made through the API in ${tokensS.toFixed(1)} s; ` +
           `pings seen per daemon while held: ${(h.pings / n).toFixed(1)} (ws: ${(b.pings / n).toFixed(1)})`,
+      },
+      {
+        name: `reconnect storm: server stopped → every daemon back (${setup})`,
+        unit: 's',
+        value: h.storm.totalMs / 1000,
+        baseline: { name: 'bare ws server restarted', value: b.storm.totalMs / 1000 },
+        higherIsBetter: false,
+        note:
+          `the daemon's backoff (full jitter 0–500 ms, doubling per failed dial); from the new process ready: ` +
+          `hub ${(h.storm.afterReadyMs / 1000).toFixed(2)} s, ws ${(b.storm.afterReadyMs / 1000).toFixed(2)} s; ` +
+          `dials ${h.storm.redials.toLocaleString('en-US')} (${h.storm.failed.toLocaleString('en-US')} failed), ` +
+          `ws ${b.storm.redials.toLocaleString('en-US')} (${b.storm.failed.toLocaleString('en-US')} failed); ` +
+          'every daemon online in the hub database after it',
       },
     ];
   } finally {

@@ -8,11 +8,15 @@
  *   over HTTP (its own keep-alive socket), or with `claimUrl: 'tunnel'` as a call over its tunnel,
  *   then the ack with `{claimed, daemon_id}`. Other commands are acked at once; the run of each
  *   `runs/execute` is counted (`executions`: run id → times executed, across all daemons).
+ *   With `reconnect`, a daemon whose tunnel closes dials again as `svc daemon` does (its backoff
+ *   policy, src/daemon/backoff.ts: full jitter, doubling after each failed dial).
+ * - `back` waits until `n` tunnels are open (greeted) again and answers when the last one was.
  * - `hammer` makes every daemon POST claims to a URL in a loop (the same HTTP client), a baseline.
  * - `stats`, `close`, `memory`.
  */
 import http from 'node:http';
 import { WebSocket } from 'ws';
+import { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF } from '../../src/daemon/backoff.js';
 import { memory, serveParent } from './child.js';
 
 interface Daemon {
@@ -21,10 +25,29 @@ interface Daemon {
   ws: WebSocket | null;
   agent: http.Agent;
   timer: NodeJS.Timeout | null;
+  redial: NodeJS.Timeout | null;
 }
 
 const daemons: Daemon[] = [];
-const stats = { open: 0, closed: 0, pings: 0, offers: 0, claims: 0, wins: 0, errors: 0, lastError: '' };
+const stats = {
+  open: 0,
+  closed: 0,
+  pings: 0,
+  offers: 0,
+  claims: 0,
+  wins: 0,
+  errors: 0,
+  lastError: '',
+  /** Dials after a tunnel closed, and those that failed. */
+  redials: 0,
+  failedRedials: 0,
+  /** When the last tunnel was greeted (epoch ms). */
+  lastOpenAt: 0,
+};
+/** Set by `connect` with `reconnect`: how a closed tunnel is dialled again. */
+let reconnect: { url: string; pingMs: number; plain: boolean; policy: BackoffOptions } | null = null;
+let closing = false;
+const backWaiters: { n: number; resolve: () => void }[] = [];
 let claimLatencies: number[] = [];
 let executions = new Map<string, number>();
 /** Calls over the tunnels waiting for their reply. */
@@ -141,6 +164,11 @@ function open(
       if (greeted) return;
       greeted = true;
       stats.open++;
+      stats.lastOpenAt = Date.now();
+      for (const w of backWaiters.filter((x) => stats.open >= x.n)) {
+        backWaiters.splice(backWaiters.indexOf(w), 1);
+        w.resolve();
+      }
       d.timer = setInterval(() => ws.readyState === ws.OPEN && ws.ping(), pingMs);
       resolve();
     };
@@ -174,12 +202,29 @@ function open(
     });
     ws.on('close', () => {
       if (d.timer) clearInterval(d.timer);
-      if (greeted) {
-        stats.open--;
-        stats.closed++;
-      }
+      if (!greeted) return reject(new Error('closed before the hello'));
+      stats.open--;
+      stats.closed++;
+      if (reconnect && !closing) redial(d, 0, claimUrl);
     });
   });
+}
+
+/** Dials a closed tunnel again after the daemon's backoff delay for this attempt. */
+function redial(d: Daemon, attempt: number, claimUrl: URL | 'tunnel' | null) {
+  const r = reconnect!;
+  d.redial = setTimeout(
+    () => {
+      d.redial = null;
+      if (closing) return;
+      stats.redials++;
+      open(d, r.url, r.plain, r.pingMs, claimUrl).catch(() => {
+        stats.failedRedials++;
+        redial(d, attempt + 1, claimUrl);
+      });
+    },
+    backoffDelay(attempt, r.policy),
+  );
 }
 
 interface ConnectRequest {
@@ -189,6 +234,8 @@ interface ConnectRequest {
   pingMs: number;
   plain?: boolean;
   claimUrl?: string;
+  /** Dial again when a tunnel closes (the daemon's policy, or this one). */
+  reconnect?: boolean | Partial<BackoffOptions>;
 }
 
 async function connect(r: ConnectRequest) {
@@ -199,7 +246,17 @@ async function connect(r: ConnectRequest) {
     ws: null,
     agent: new http.Agent({ keepAlive: true, maxSockets: 1 }),
     timer: null,
+    redial: null,
   }));
+  closing = false;
+  reconnect = r.reconnect
+    ? {
+        url: r.url,
+        pingMs: r.pingMs,
+        plain: r.plain === true,
+        policy: { ...DEFAULT_BACKOFF, ...(r.reconnect === true ? {} : r.reconnect) },
+      }
+    : null;
   daemons.push(...list);
   const claimUrl = r.claimUrl === 'tunnel' ? 'tunnel' : r.claimUrl ? new URL(r.claimUrl) : null;
   let next = 0;
@@ -239,12 +296,14 @@ async function hammer(r: { url: string; durationMs: number; warmupMs: number }) 
 }
 
 async function closeAll() {
+  closing = true;
   await Promise.all(
     daemons.map(
       (d) =>
         new Promise<void>((resolve) => {
           d.agent.destroy();
           if (d.timer) clearInterval(d.timer);
+          if (d.redial) clearTimeout(d.redial);
           if (!d.ws || d.ws.readyState === d.ws.CLOSED) return resolve();
           d.ws.once('close', () => resolve());
           d.ws.terminate();
@@ -259,6 +318,12 @@ serveParent(
   {
     connect: (msg) => connect(msg as ConnectRequest),
     hammer: (msg) => hammer(msg),
+    back: (msg: { n: number }) =>
+      new Promise<{ lastOpenAt: number }>((resolve) => {
+        const done = () => resolve({ lastOpenAt: stats.lastOpenAt });
+        if (stats.open >= msg.n) done();
+        else backWaiters.push({ n: msg.n, resolve: done });
+      }),
     stats: (msg: { reset?: boolean }) => {
       const runs = [...executions.values()];
       const out = {
@@ -270,7 +335,16 @@ serveParent(
       if (msg.reset) {
         claimLatencies = [];
         executions = new Map();
-        Object.assign(stats, { pings: 0, offers: 0, claims: 0, wins: 0, errors: 0, lastError: '' });
+        Object.assign(stats, {
+          pings: 0,
+          offers: 0,
+          claims: 0,
+          wins: 0,
+          errors: 0,
+          lastError: '',
+          redials: 0,
+          failedRedials: 0,
+        });
       }
       return out;
     },

@@ -43,7 +43,7 @@ if (process.argv[2] === 'ws') {
     },
     Number(process.env.SVC_BENCH_PING_MS ?? 15_000),
   ).unref();
-  server.listen(0, '127.0.0.1', () => {
+  server.listen(Number(process.env.SVC_BENCH_PORT ?? 0), '127.0.0.1', () => {
     const port = (server.address() as { port: number }).port;
     serveParent(
       { url: `http://127.0.0.1:${port}` },
@@ -59,6 +59,7 @@ if (process.argv[2] === 'ws') {
     databaseUrl: string;
     schema?: string;
     adminToken: string;
+    port?: number;
     config?: Record<string, number>;
   };
   const running = await startHub({ ...opts, log: createLogger('hub', 'silent') });

@@ -81,7 +81,10 @@ export async function requireOrg(
 }
 
 /** The realm and its (not deleted) organization, in one query. */
-export async function loadRealm(hub: Hub, realmId: string): Promise<RealmsTable & { org: OrgsTable }> {
+export async function loadRealm(
+  hub: Pick<Hub, 'db' | 'access'>,
+  realmId: string,
+): Promise<RealmsTable & { org: OrgsTable }> {
   const cached = hub.access.realm(realmId);
   if (cached) return cached;
   const row = await hub.db

@@ -86,6 +86,24 @@ describe('daemon tunnel', () => {
     assert.equal(other.status, 404);
   });
 
+  it('refuses a realm token whose organization was deleted since it last connected (403)', async () => {
+    const org = await createOrgWithOwner(h, 'soon-deleted');
+    const dt = await h.ok(
+      'realms/create_daemon_token',
+      { realm_id: org.defaultRealmId, name: 'orphan' },
+      org.owner.token,
+    );
+    const c = await connect(dt.data.token);
+    await disconnect(c);
+    await h.ok('orgs/delete', { id: org.orgId }, org.owner.token);
+    const r = await refusedUpgrade(h.url, { authorization: `Bearer ${dt.data.token}` });
+    assert.equal(r.status, 403);
+    assert.deepEqual(r.body, {
+      ok: false,
+      error: { code: 'forbidden', message: "the daemon's organization is deleted" },
+    });
+  });
+
   it("drops a daemon's connection when its realm is removed", async () => {
     const realm = await h.ok('realms/new', { org_id: w.orgId, name: 'short-lived' });
     const dt = await h.ok('realms/create_daemon_token', { realm_id: realm.data.id, name: 'gone' });

@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { DaemonsTable } from '../../db/schema.js';
 import { AppError, forbidden, HUB_STATUS, type HubErrorCode } from '../../shared/errors.js';
+import { loadRealm } from '../access/access.service.js';
 import { authenticate } from '../auth/authenticate.js';
 import type { Hub } from '../context.js';
 import { errorBody, toAppError } from '../http/errors.js';
@@ -22,13 +23,10 @@ export async function authenticateUpgrade(
     const actor = await authenticate(hub, header);
     if (!actor) return { error: new AppError('unauthorized', 'a realm token is required') };
     if (actor.kind !== 'daemon') return { error: forbidden('only a realm token may open the tunnel') };
-    const realm = await hub.db
-      .selectFrom('realms')
-      .innerJoin('orgs', 'orgs.id', 'realms.org_id')
-      .select('realms.org_id')
-      .where('realms.id', '=', actor.daemon.realm_id)
-      .where('orgs.deleted_at', 'is', null)
-      .executeTakeFirst();
+    const realm = await loadRealm(hub, actor.daemon.realm_id).catch((err: unknown) => {
+      if (err instanceof AppError && err.code === 'not_found') return null;
+      throw err;
+    });
     if (!realm) return { error: forbidden("the daemon's organization is deleted") };
     return { daemon: actor.daemon, orgId: realm.org_id };
   } catch (err) {
