@@ -6,7 +6,8 @@ import { post, startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { startHubProcess } from '../../../test/helpers/hub-process.js';
 import { until } from '../../../test/helpers/until.js';
 import { addOrgUser, buildWorld, type World } from '../../../test/helpers/world.js';
-import { ACCESS_CACHE_MS, changesAccess } from './access-cache.js';
+import { ACCESS_CACHE_MS, changesAccess, createAccessCache } from './access-cache.js';
+import type { Actor } from './actor.js';
 
 /**
  * How long a test waits for another hub process to refuse what was revoked: a bound for a loaded
@@ -39,6 +40,26 @@ describe('access cache', () => {
       async () => statuses.includes((await post(`${other.url}/v1/${op}`, body, token)).status),
       REFUSED_WITHIN_MS,
     );
+
+  it('answers an entry until it expires, and does not keep expired entries', () => {
+    let now = 1_000;
+    const cache = createAccessCache(1_000, () => now);
+    const actor = { kind: 'user', user: { id: 'u' } } as unknown as Actor;
+    for (let i = 0; i < 100; i++) cache.putToken(`seen-once-${i}`, actor);
+    cache.putRealmRole('u', 'r', 'member');
+    assert.equal(cache.token('seen-once-7'), actor);
+    assert.equal(cache.realmRole('u', 'r'), 'member');
+    assert.equal(cache.size(), 101);
+    now += 999;
+    assert.equal(cache.token('seen-once-8'), actor);
+    now += 1;
+    assert.equal(cache.token('seen-once-8'), undefined);
+    // The next entry put sweeps every expired one, in every map.
+    cache.putToken('fresh', actor);
+    assert.equal(cache.size(), 1);
+    assert.equal(cache.token('fresh'), actor);
+    assert.equal(cache.realmRole('u', 'r'), undefined);
+  });
 
   it('is cleared by writes that can change an answer, and only by those', () => {
     const db = h.running.hub.db;

@@ -36,12 +36,18 @@ export interface AccessCache {
   orgRole(userId: string, orgId: string): OrgRole | null | undefined;
   putOrgRole(userId: string, orgId: string, role: OrgRole | null): void;
   clear(): void;
+  /** Entries held, in all maps (expired ones until they are swept). */
+  size(): number;
   /** Kysely plugin for the hub's database handle: clears the cache after writes that matter. */
   readonly watch: KyselyPlugin;
 }
 
 export const ACCESS_CACHE_MS = 1_000;
-/** Entries per map; a full map starts again empty (a bound on memory, not an LRU). */
+/**
+ * Entries per map; a full map starts again empty (a bound on memory, not an LRU). Expired entries
+ * are also swept, at most once per `ttlMs`, so that callers seen once (thousands of daemons opening
+ * their tunnels) are not kept.
+ */
 const MAX_ENTRIES = 20_000;
 
 /**
@@ -60,8 +66,14 @@ const WATCHED: Record<string, readonly string[] | null> = {
   group_members: null,
 };
 
-/** Entries expire by the wall clock (not the hub's injectable clock): the bound is real time. */
-export function createAccessCache(ttlMs: number = ACCESS_CACHE_MS): AccessCache {
+/**
+ * Entries expire by the wall clock (not the hub's injectable clock): the bound is real time.
+ * `clock` is for tests of expiry.
+ */
+export function createAccessCache(
+  ttlMs: number = ACCESS_CACHE_MS,
+  clock: () => number = Date.now,
+): AccessCache {
   const tokens = new Map<string, { value: Actor; until: number }>();
   const realms = new Map<string, { value: RealmsTable & { org: OrgsTable }; until: number }>();
   const realmRoles = new Map<string, { value: RealmRole | null; until: number }>();
@@ -71,13 +83,19 @@ export function createAccessCache(ttlMs: number = ACCESS_CACHE_MS): AccessCache 
   function get<T>(map: Map<string, { value: T; until: number }>, key: string): T | undefined {
     const hit = map.get(key);
     if (!hit) return undefined;
-    if (hit.until > Date.now()) return hit.value;
+    if (hit.until > clock()) return hit.value;
     map.delete(key);
     return undefined;
   }
+  let sweepAt = 0;
   function put<T>(map: Map<string, { value: T; until: number }>, key: string, value: T): void {
+    const now = clock();
+    if (now >= sweepAt) {
+      sweepAt = now + ttlMs;
+      for (const m of maps) for (const [k, hit] of m) if (hit.until <= now) m.delete(k);
+    }
     if (map.size >= MAX_ENTRIES) map.clear();
-    map.set(key, { value, until: Date.now() + ttlMs });
+    map.set(key, { value, until: now + ttlMs });
   }
   const clear = () => {
     for (const m of maps) m.clear();
@@ -94,6 +112,7 @@ export function createAccessCache(ttlMs: number = ACCESS_CACHE_MS): AccessCache 
     orgRole: (userId, orgId) => get(orgRoles, `${userId} ${orgId}`),
     putOrgRole: (userId, orgId, role) => put(orgRoles, `${userId} ${orgId}`, role),
     clear,
+    size: () => maps.reduce((n, m) => n + m.size, 0),
     watch: {
       transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
         if (changesAccess(args.node)) {
