@@ -9,7 +9,7 @@ import { agentManifests, definitionOfVersion } from '../catalog/catalog.repo.js'
 import { daemonsThatMayRun, type RunNeeds } from '../catalog/installs.service.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
-import { realmOfDaemon } from '../daemons/daemons.repo.js';
+import { realmsOfDaemons } from '../daemons/daemons.repo.js';
 import type { Cipher } from '../ports.js';
 import { SEALED_SECRETS_FIELD, sealedRunSecrets } from '../secrets/resolve.js';
 import { loadWorkspace } from '../workspaces/workspaces.repo.js';
@@ -266,24 +266,29 @@ export async function handOver(tx: Tx, itemId: string, daemonId: string, leaseMs
 }
 
 /**
- * A daemon came online on this hub process: dispatch the queued runs of its realm, and offer it
- * the runs still waiting for a claim.
+ * Daemons came online on this hub process (those that connected together, src/shared/group-calls.ts):
+ * dispatch the queued runs of their realms once, and offer them the runs still waiting for a claim.
  */
-export async function onDaemonConnected(hub: Hub, daemonId: string): Promise<void> {
-  const d = await realmOfDaemon(hub.db, daemonId);
-  if (!d) return;
-  for (const r of await queuedInRealm(hub.db, d.realm_id, 500)) await dispatchRun(hub, r.run_id);
-  const waiting = await openOffersInRealm(hub.db, d.realm_id, 500);
-  // Only the runs it may take (one query per waiting run, once per connection).
-  const mine: typeof waiting = [];
-  for (const r of waiting) {
-    if ((await daemonsThatMayRun(hub.db, r, { daemonIds: [daemonId] })).length) mine.push(r);
+export async function onDaemonsConnected(hub: Hub, daemonIds: readonly string[]): Promise<void> {
+  const byRealm = new Map<string, string[]>();
+  for (const d of await realmsOfDaemons(hub.db, daemonIds)) {
+    byRealm.set(d.realm_id, [...(byRealm.get(d.realm_id) ?? []), d.id]);
   }
-  if (mine.length === 0) return;
-  await inTx(hub, async (tx) => {
-    for (const r of mine)
-      await offer(tx, r.queue_item_id!, daemonId, { run_id: r.run_id, team_id: r.team_id });
-  });
+  for (const [realmId, ids] of byRealm) {
+    for (const r of await queuedInRealm(hub.db, realmId, 500)) await dispatchRun(hub, r.run_id);
+    const waiting = await openOffersInRealm(hub.db, realmId, 500);
+    // Each waiting run goes to those of the new daemons that may take it (one query per run).
+    const offers: { run: (typeof waiting)[number]; daemonId: string }[] = [];
+    for (const run of waiting) {
+      const may = await daemonsThatMayRun(hub.db, run, { daemonIds: ids });
+      for (const daemonId of new Set(may.map((d) => d.daemon_id))) offers.push({ run, daemonId });
+    }
+    if (offers.length === 0) continue;
+    await inTx(hub, async (tx) => {
+      for (const { run, daemonId } of offers)
+        await offer(tx, run.queue_item_id!, daemonId, { run_id: run.run_id, team_id: run.team_id });
+    });
+  }
 }
 
 /**

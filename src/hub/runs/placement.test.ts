@@ -112,4 +112,58 @@ describe('runs: installs and assignments decide where a run may go', () => {
     await waitForRun(h, run.run_id, (r) => r.state === 'offered');
     assert.ok(offer.body.queue_item_id);
   });
+
+  it('offers a run still waiting for a claim to the daemons with its team that connect later, together', async () => {
+    const solo = await registerTeam(h, w.orgId, 'solo-team', [{ name: 'only', agent: 'noop' }], {
+      allow: false,
+    });
+    const late = await Promise.all(
+      ['late-1', 'late-2', 'late-3'].map(
+        async (name) => (await h.ok('realms/create_daemon_token', { realm_id: w.realmId, name })).data,
+      ),
+    );
+    // Installed (as a confirmed teams/install leaves it) on a and two of the late daemons.
+    const db = h.running.hub.db;
+    const at = Date.now();
+    for (const daemonId of [w.daemonId, late[0].daemon_id, late[1].daemon_id]) {
+      await db
+        .insertInto('team_installs')
+        .values({
+          id: h.running.hub.newId(),
+          daemon_id: daemonId,
+          realm_id: w.realmId,
+          team_version_id: solo.id,
+          team_id: solo.team_id,
+          status: 'installed',
+          pending_action: null,
+          pending_tx_id: null,
+          last_error: null,
+          installed_at: at,
+          uninstalled_at: null,
+          created_at: at,
+          updated_at: at,
+        })
+        .execute();
+    }
+    const run = (await h.ok('runs/new', { realm_id: w.realmId, team: 'solo-team' })).data;
+    const first = await a.waitFor((c) => c.path === 'offer_job' && c.body.payload.run_id === run.run_id);
+    const crowd = await Promise.all(late.map((d) => fakeDaemon(h.url, d.token)));
+    try {
+      const offers = await Promise.all(
+        crowd
+          .slice(0, 2)
+          .map((d) => d.waitFor((c) => c.path === 'offer_job' && c.body.payload.run_id === run.run_id)),
+      );
+      for (const o of offers) assert.equal(o.body.queue_item_id, first.body.queue_item_id);
+      const claim = await h.ok(
+        'queue/claim',
+        { queue_item_id: first.body.queue_item_id, daemon_id: late[1].daemon_id },
+        late[1].token,
+      );
+      assert.equal(claim.data.claimed, true);
+      assert.ok(!crowd[2]!.commands.some((c) => c.path === 'offer_job'), 'late-3 lacks the team');
+    } finally {
+      await Promise.all(crowd.map((d) => d.close()));
+    }
+  });
 });

@@ -1,7 +1,8 @@
+import { groupCalls } from '../../shared/group-calls.js';
 import { settleInstallAck } from '../catalog/installs.service.js';
 import type { Hub } from '../context.js';
 import { onCommandAck, sweepLeases } from './daemon.service.js';
-import { onDaemonConnected, onTeamInstalled } from './dispatch.service.js';
+import { onDaemonsConnected, onTeamInstalled } from './dispatch.service.js';
 import { redispatchRuns } from './redispatch.service.js';
 
 /**
@@ -19,8 +20,12 @@ export function startRunsBackground(hub: Hub, sweepMs: number): () => Promise<vo
     inflight.add(q);
     void q.finally(() => inflight.delete(q));
   };
-  const onConnected = (e: { daemon_id: string }) =>
-    track('dispatch on connect', onDaemonConnected(hub, e.daemon_id));
+  // Daemons that connect together (a reconnect storm) are dispatched to together.
+  const connected = groupCalls(async (ids: string[]) => {
+    await onDaemonsConnected(hub, ids);
+    return ids.map(() => undefined);
+  }, 500);
+  const onConnected = (e: { daemon_id: string }) => track('dispatch on connect', connected(e.daemon_id));
   const onAck = (r: { tx_id: string; status: 'ok' | 'error'; reply?: unknown }) => {
     track('cancel acknowledgement', onCommandAck(hub, r.tx_id, r.status));
     // The daemon's reply to teams/install says `installed: true` (DAEMON_REPLIES).
