@@ -10,6 +10,8 @@
 // esbuild, which only the sources use). `import.meta.url` keeps its meaning: every module's is the
 // URL its file would have in an unbundled dist/ (dist/hub/console.js…), so the paths modules find
 // relative to themselves (dist/console/, examples/, dist/cli/commands/) are the same as before.
+// A CommonJS package loaded with `await import()` gives only its default export in the bundle (Node
+// gives named ones too): write `const { default: yaml } = await import('yaml')`.
 // Type checking is `tsc` (npm run build runs it first; npm run check too).
 import { readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
