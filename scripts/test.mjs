@@ -59,7 +59,10 @@ const r = spawnSync(
     env: {
       ...process.env,
       SVC_TEST_DB: db,
-      SVC_TEST_CLI_DIST: path.join(tree, 'src'),
+      // SVC_TEST_CLI_DIST=dist runs the tests' `svc` from the build instead (npm run build first).
+      SVC_TEST_CLI_DIST: process.env.SVC_TEST_CLI_DIST
+        ? path.resolve(process.env.SVC_TEST_CLI_DIST)
+        : path.join(tree, 'src'),
       SVC_LOG_LEVEL: process.env.SVC_LOG_LEVEL ?? 'silent',
     },
   },

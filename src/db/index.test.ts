@@ -5,7 +5,8 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { PG_URL, TEST_DB, testDatabase } from '../../test/helpers/db.js';
-import { openDatabase } from './index.js';
+import { migrate, openDatabase } from './index.js';
+import { migrations } from './migrations/index.js';
 
 const openFiles = () =>
   readdirSync('/proc/self/fd').flatMap((fd) => {
@@ -33,6 +34,40 @@ describe('openDatabase', () => {
       assert.ok(!openFiles().some((f) => f.startsWith(file)));
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('migrate', () => {
+  it('on a current database changes nothing; a missing migration runs, an unknown one is refused', async () => {
+    const tdb = testDatabase();
+    const d = await openDatabase({ url: tdb.url, ...(tdb.schema ? { schema: tdb.schema } : {}) });
+    try {
+      const names = async () =>
+        (await sql<{ name: string }>`select name from kysely_migration order by name`.execute(d.db)).rows.map(
+          (r) => r.name,
+        );
+      const all = Object.keys(migrations).sort();
+      await migrate(d.db);
+      assert.deepEqual(await names(), all);
+      await migrate(d.db);
+      assert.deepEqual(await names(), all);
+      // The last migration's row gone (its tables stay): the migrator runs it again, as it would
+      // for a database one migration behind; here it must fail on the tables already there, which
+      // shows that it ran.
+      const last = all.at(-1)!;
+      await sql`delete from kysely_migration where name = ${last}`.execute(d.db);
+      await assert.rejects(migrate(d.db), new RegExp(`migration ${last} failed`));
+      await sql`insert into kysely_migration (name, timestamp) values (${last}, ${new Date().toISOString()})`.execute(
+        d.db,
+      );
+      await sql`insert into kysely_migration (name, timestamp) values ('9999_future', ${new Date().toISOString()})`.execute(
+        d.db,
+      );
+      await assert.rejects(migrate(d.db), /corrupted migrations/);
+    } finally {
+      await d.close();
+      await tdb.cleanup();
     }
   });
 });

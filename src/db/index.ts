@@ -1,4 +1,3 @@
-import SQLite from 'better-sqlite3';
 import {
   Kysely,
   type Migration,
@@ -9,7 +8,7 @@ import {
   type PostgresPoolClient,
   sql,
 } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { isSqliteFile, prepareSqliteFile, restrictSqliteFiles } from '../shared/private-files.js';
 import { migrations as hubMigrations } from './migrations/index.js';
 import { statementName } from './prepared.js';
@@ -53,7 +52,9 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
 
 /** Opens either database for any schema type (the hub's `DB`, or the daemon's own). */
 export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>> {
+  // Each driver is loaded only when its database is opened: a process uses one of the two.
   if (isPostgresUrl(opts.url)) {
+    const { default: pg } = await import('pg');
     if (opts.schema) await ensureSchema(opts.url, opts.schema);
     const pool = new pg.Pool({
       ...pgConnection(opts),
@@ -77,6 +78,7 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
       },
     };
   }
+  const { default: SQLite } = await import('better-sqlite3');
   const onDisk = isSqliteFile(opts.url);
   if (onDisk) prepareSqliteFile(opts.url);
   const sqlite = new SQLite(opts.url);
@@ -156,6 +158,7 @@ function quoteIdent(name: string): string {
 }
 
 async function ensureSchema(url: string, schema: string): Promise<void> {
+  const { default: pg } = await import('pg');
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -169,6 +172,7 @@ async function ensureSchema(url: string, schema: string): Promise<void> {
 }
 
 export async function dropSchema(url: string, schema: string): Promise<void> {
+  const { default: pg } = await import('pg');
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -187,6 +191,7 @@ export async function migrate(
   db: Kysely<any>,
   migrations: Record<string, Migration> = hubMigrations,
 ): Promise<void> {
+  if (await upToDate(db, migrations)) return;
   // Kysely looks for its own tables in every schema unless told which one: on PostgreSQL, name the
   // connection's schema, or a database holding other schemas (one per test file) fools it.
   const migrationTableSchema = isPostgres(db)
@@ -212,6 +217,25 @@ export async function migrate(
   if (error || failed) {
     throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${String(error)}`);
   }
+}
+
+/**
+ * Whether exactly these migrations are applied: one query, where the migrator would introspect the
+ * catalog and take its lock (a restart on a current database). Anything else (no table yet, a
+ * migration missing, one this code does not know) is left to the migrator, which says what is wrong.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: works for any schema
+async function upToDate(db: Kysely<any>, migrations: Record<string, Migration>): Promise<boolean> {
+  let applied: string[];
+  try {
+    applied = (await sql<{ name: string }>`select name from kysely_migration`.execute(db)).rows.map(
+      (r) => r.name,
+    );
+  } catch {
+    return false;
+  }
+  const known = new Set(Object.keys(migrations));
+  return applied.length === known.size && applied.every((name) => known.has(name));
 }
 
 /** True when the error is a unique-constraint violation on either database. */

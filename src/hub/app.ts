@@ -93,8 +93,12 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
     for (const more of opts.metrics ?? []) lines.push(...more());
     return reply.type('text/plain; version=0.0.4').send(`${lines.join('\n')}\n`);
   });
-  const openapi = openApiDocument(ops, opts.version ?? '0.1.0');
-  app.get('/openapi.json', async () => openapi);
+  // Made at the first request, not at start: it walks every operation's schemas.
+  let openapi: Record<string, unknown> | null = null;
+  app.get('/openapi.json', async () => {
+    openapi ??= openApiDocument(ops, opts.version ?? '0.1.0');
+    return openapi;
+  });
 
   for (const o of ops) {
     app.post(`/v1/${o.name}`, async (req, reply) => {

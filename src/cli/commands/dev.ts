@@ -129,8 +129,9 @@ async function daemonOnline(client: HubClient, daemonId: string, ms = 15_000): P
  * team installed on the dev daemon and its workspace. Idempotent.
  */
 async function demoContent(client: HubClient, orgId: string, daemonId: string, home: string): Promise<Demo> {
-  const { parse } = await import('yaml');
-  const manifest = parse(readFileSync(path.join(EXAMPLES, 'agents', 'hello.yaml'), 'utf8')) as Record<
+  // The default export: in dist/'s bundle a CommonJS package loaded by import() has no named ones.
+  const { default: yaml } = await import('yaml');
+  const manifest = yaml.parse(readFileSync(path.join(EXAMPLES, 'agents', 'hello.yaml'), 'utf8')) as Record<
     string,
     unknown
   >;

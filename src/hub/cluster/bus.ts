@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { type Kysely, sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { isPostgres } from '../../db/index.js';
 import type { Logger } from '../../shared/logger.js';
 import type { BusEventMap, BusHandlers, BusMessage, ClusterBus } from '../ports.js';
@@ -143,6 +143,7 @@ export function createPgBus(o: PgBusOptions): ClusterBus {
   }
 
   async function connect(): Promise<void> {
+    const { default: pg } = await import('pg');
     const client = new pg.Client({
       ...o.client,
       // Shows in pg_stat_activity: which hub process this LISTEN connection belongs to.
