@@ -52,6 +52,26 @@ describe('groupCalls', () => {
     ]);
   });
 
+  it('with windowMs, groups the calls of every turn until the window closes', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const r = recorder();
+    const call = groupCalls(r.run, 10, { windowMs: 20 });
+    const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+    const out = [call(1)];
+    await nextTurn();
+    out.push(call(2));
+    await nextTurn();
+    t.mock.timers.tick(19);
+    out.push(call(3));
+    await nextTurn();
+    assert.deepEqual(r.groups, [], 'not before the window closes');
+    t.mock.timers.tick(1);
+    await turnsUntil(() => r.groups.length === 1);
+    r.release();
+    assert.deepEqual(await Promise.all(out), [10, 20, 30]);
+    assert.deepEqual(r.groups, [[1, 2, 3]]);
+  });
+
   it('takes at most maxGroup items at once', async () => {
     const r = recorder();
     const call = groupCalls(r.run, 2);

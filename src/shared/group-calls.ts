@@ -7,6 +7,10 @@
  * of the turn matters where the work never waits for I/O, as with SQLite: without it, each call
  * would run and finish before the next request is even read.)
  *
+ * With `windowMs`, a group starts that long after its first call instead of at the end of the turn,
+ * for work whose calls arrive one per turn but many per millisecond (connections in a reconnect
+ * storm): each call may wait up to `windowMs` more, and a burst is done in a few groups.
+ *
  * `run` answers one result per item, in order. When it fails for a group of several items, each
  * item runs again alone, so that an item that cannot be done fails its own call only; `run` must
  * therefore leave nothing behind when it fails (one transaction).
@@ -14,6 +18,7 @@
 export function groupCalls<I, O>(
   run: (items: I[]) => Promise<O[]>,
   maxGroup: number,
+  opts: { windowMs?: number } = {},
 ): (item: I) => Promise<O> {
   interface Waiting {
     item: I;
@@ -54,7 +59,8 @@ export function groupCalls<I, O>(
       queue.push({ item, resolve, reject });
       if (!running) {
         running = true;
-        setImmediate(() => void drain());
+        if (opts.windowMs) setTimeout(() => void drain(), opts.windowMs);
+        else setImmediate(() => void drain());
       }
     });
 }

@@ -6,9 +6,9 @@ import { markConnected, markDisconnected, touchConnections } from './daemons.rep
 /**
  * Daemon presence as one hub process writes it: online when a tunnel opens (with its
  * `daemon.connected` event), offline when it closes unless a newer connection replaced it (with
- * `daemon.disconnected`), last seen on pongs. Each is a group commit (src/shared/group-calls.ts),
- * so a reconnect storm of thousands of daemons costs a few transactions, not one per daemon, and a
- * lone connection waits for nothing but the end of its event-loop turn.
+ * `daemon.disconnected`), last seen on pongs. Each is a group commit (src/shared/group-calls.ts)
+ * over a short window, so a reconnect storm of thousands of daemons costs a few transactions, not
+ * one per daemon.
  */
 export interface Presence {
   connected(conn: Conn): Promise<void>;
@@ -19,6 +19,12 @@ export interface Presence {
 
 /** Connections per transaction at most. */
 const GROUP = 500;
+/**
+ * How long a write waits for others: handshakes complete one per event-loop turn, so without a
+ * window a storm would still commit once per daemon. A daemon's hello waits this much longer.
+ */
+export const PRESENCE_WINDOW_MS = 10;
+const OVER_WINDOW = { windowMs: PRESENCE_WINDOW_MS };
 
 const connection = (c: Conn) => ({ daemonId: c.daemonId, connectionId: c.id });
 const eventOf = (type: 'daemon.connected' | 'daemon.disconnected', c: Conn) => ({
@@ -44,6 +50,7 @@ export function createPresence(deps: TunnelDeps, instanceId: string): Presence {
           return conns.map(() => undefined);
         }),
       GROUP,
+      OVER_WINDOW,
     ),
     disconnected: groupCalls(
       (conns: Conn[]) =>
@@ -57,10 +64,15 @@ export function createPresence(deps: TunnelDeps, instanceId: string): Presence {
           return marked;
         }),
       GROUP,
+      OVER_WINDOW,
     ),
-    touched: groupCalls(async (conns: Conn[]) => {
-      await touchConnections(db, conns.map(connection), deps.now());
-      return conns.map(() => undefined);
-    }, GROUP),
+    touched: groupCalls(
+      async (conns: Conn[]) => {
+        await touchConnections(db, conns.map(connection), deps.now());
+        return conns.map(() => undefined);
+      },
+      GROUP,
+      OVER_WINDOW,
+    ),
   };
 }

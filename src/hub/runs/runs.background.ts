@@ -1,6 +1,7 @@
 import { groupCalls } from '../../shared/group-calls.js';
 import { settleInstallAck } from '../catalog/installs.service.js';
 import type { Hub } from '../context.js';
+import { PRESENCE_WINDOW_MS } from '../daemons/presence.js';
 import { onCommandAck, sweepLeases } from './daemon.service.js';
 import { onDaemonsConnected, onTeamInstalled } from './dispatch.service.js';
 import { redispatchRuns } from './redispatch.service.js';
@@ -21,10 +22,14 @@ export function startRunsBackground(hub: Hub, sweepMs: number): () => Promise<vo
     void q.finally(() => inflight.delete(q));
   };
   // Daemons that connect together (a reconnect storm) are dispatched to together.
-  const connected = groupCalls(async (ids: string[]) => {
-    await onDaemonsConnected(hub, ids);
-    return ids.map(() => undefined);
-  }, 500);
+  const connected = groupCalls(
+    async (ids: string[]) => {
+      await onDaemonsConnected(hub, ids);
+      return ids.map(() => undefined);
+    },
+    500,
+    { windowMs: PRESENCE_WINDOW_MS },
+  );
   const onConnected = (e: { daemon_id: string }) => track('dispatch on connect', connected(e.daemon_id));
   const onAck = (r: { tx_id: string; status: 'ok' | 'error'; reply?: unknown }) => {
     track('cancel acknowledgement', onCommandAck(hub, r.tx_id, r.status));
