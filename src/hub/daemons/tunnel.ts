@@ -28,6 +28,12 @@ const CLOSE_GRACE_MS = 1_000;
  * Creates this process's tunnel (loading or creating the dispatch key pair) and starts listening on
  * the cluster bus (`cluster.bus`, local by default). No timers yet.
  */
+/**
+ * A peer hanging up mid-handshake is not our fault. Declared out here: a closure made in the upgrade
+ * handler would keep its request (headers and all) alive as long as the socket.
+ */
+const ignoreError = () => {};
+
 export async function createTunnel(
   deps: TunnelDeps,
   cluster: { bus?: ClusterBus; instanceId?: string } = {},
@@ -177,7 +183,7 @@ export async function createTunnel(
   }
 
   async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
-    socket.on('error', () => {}); // a peer hanging up mid-handshake is not our fault
+    socket.on('error', ignoreError);
     if (new URL(req.url ?? '/', 'http://hub').pathname !== CONNECT_PATH) {
       return rejectUpgrade(socket, 'not_found', `no WebSocket endpoint at ${req.url}`);
     }
