@@ -38,7 +38,9 @@ export async function startChild(file: string, opts: ChildOptions = {}): Promise
     '--import',
     'tsx',
     // SVC_BENCH_PROFILE=DIR: each child writes a CPU profile there when it exits (node --cpu-prof).
-    ...(process.env.SVC_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SVC_BENCH_PROFILE}`] : []),
+    ...(process.env.SVC_BENCH_PROFILE
+      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SVC_BENCH_PROFILE}`]
+      : []),
     ...(opts.nodeArgs ?? []),
     path.join(ROOT, 'bench/lib', file),
     ...(opts.args ?? []),
