@@ -77,7 +77,8 @@ export interface NewCommand {
 
 export interface TunnelEventMap {
   /** A daemon is online on this process: hello sent, pending commands on their way. */
-  connected: [{ daemon_id: string; connection_id: string }];
+  /** `online_at`: when the hub recorded the daemon online (what dispatch from then on sees). */
+  connected: [{ daemon_id: string; connection_id: string; online_at: number }];
   /** A daemon's connection to this process closed and the daemon was marked offline. */
   disconnected: [{ daemon_id: string; connection_id: string }];
   /** A command was acknowledged for the first time. */

@@ -71,6 +71,8 @@ export interface Conn {
   opening: Promise<void> | null;
   flushing: Promise<void> | null;
   dirty: boolean;
+  /** When presence recorded the daemon online through this connection. */
+  onlineAt?: number;
   /** The dispatch token the connection's command frames carry, reused until half its life is gone. */
   token?: { token: string; expires_at: number; renew_at: number };
 }
@@ -128,7 +130,11 @@ async function greet(s: TunnelState, conn: Conn): Promise<void> {
   sendFrame(conn, hello);
   conn.ready = true;
   if (conn.aclStale) await pushRealmAcl(s, conn.realmId);
-  s.events.emit('connected', { daemon_id: conn.daemonId, connection_id: conn.id });
+  s.events.emit('connected', {
+    daemon_id: conn.daemonId,
+    connection_id: conn.id,
+    online_at: conn.onlineAt ?? s.deps.now(),
+  });
   flush(s, conn);
 }
 

@@ -41,7 +41,9 @@ export function createPresence(deps: TunnelDeps, instanceId: string): Presence {
     connected: groupCalls(
       (conns: Conn[]) =>
         db.transaction().execute(async (trx) => {
-          await markConnected(trx, conns.map(connection), deps.now(), instanceId);
+          const at = deps.now();
+          await markConnected(trx, conns.map(connection), at, instanceId);
+          for (const c of conns) c.onlineAt = at;
           await recordEvents(
             trx,
             deps,

@@ -267,11 +267,17 @@ export async function handOver(tx: Tx, itemId: string, daemonId: string, leaseMs
 
 /**
  * Daemons came online on this hub process (those that connected together, src/shared/group-calls.ts):
- * dispatch the queued runs of their realms once, and offer them the runs still waiting for a claim.
+ * dispatch the queued runs of their realms once, and offer each the runs still waiting for a claim
+ * that were offered before it was online (a later offer already saw it). An offer made in the very
+ * millisecond it came online is left to the re-dispatch pass rather than sent twice.
  */
-export async function onDaemonsConnected(hub: Hub, daemonIds: readonly string[]): Promise<void> {
+export async function onDaemonsConnected(
+  hub: Hub,
+  daemons: readonly { daemonId: string; onlineAt: number }[],
+): Promise<void> {
+  const onlineAt = new Map(daemons.map((d) => [d.daemonId, d.onlineAt]));
   const byRealm = new Map<string, string[]>();
-  for (const d of await realmsOfDaemons(hub.db, daemonIds)) {
+  for (const d of await realmsOfDaemons(hub.db, [...onlineAt.keys()])) {
     byRealm.set(d.realm_id, [...(byRealm.get(d.realm_id) ?? []), d.id]);
   }
   for (const [realmId, ids] of byRealm) {
@@ -281,7 +287,9 @@ export async function onDaemonsConnected(hub: Hub, daemonIds: readonly string[])
     const offers: { run: (typeof waiting)[number]; daemonId: string }[] = [];
     for (const run of waiting) {
       const may = await daemonsThatMayRun(hub.db, run, { daemonIds: ids });
-      for (const daemonId of new Set(may.map((d) => d.daemon_id))) offers.push({ run, daemonId });
+      for (const daemonId of new Set(may.map((d) => d.daemon_id))) {
+        if (run.offered_at < onlineAt.get(daemonId)!) offers.push({ run, daemonId });
+      }
     }
     if (offers.length === 0) continue;
     await inTx(hub, async (tx) => {

@@ -23,14 +23,15 @@ export function startRunsBackground(hub: Hub, sweepMs: number): () => Promise<vo
   };
   // Daemons that connect together (a reconnect storm) are dispatched to together.
   const connected = groupCalls(
-    async (ids: string[]) => {
-      await onDaemonsConnected(hub, ids);
-      return ids.map(() => undefined);
+    async (daemons: { daemonId: string; onlineAt: number }[]) => {
+      await onDaemonsConnected(hub, daemons);
+      return daemons.map(() => undefined);
     },
     500,
     { windowMs: PRESENCE_WINDOW_MS },
   );
-  const onConnected = (e: { daemon_id: string }) => track('dispatch on connect', connected(e.daemon_id));
+  const onConnected = (e: { daemon_id: string; online_at: number }) =>
+    track('dispatch on connect', connected({ daemonId: e.daemon_id, onlineAt: e.online_at }));
   const onAck = (r: { tx_id: string; status: 'ok' | 'error'; reply?: unknown }) => {
     track('cancel acknowledgement', onCommandAck(hub, r.tx_id, r.status));
     // The daemon's reply to teams/install says `installed: true` (DAEMON_REPLIES).

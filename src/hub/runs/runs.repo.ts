@@ -332,6 +332,7 @@ export function openOffersInRealm(db: Kysely<DB>, realmId: string, limit: number
       'runs.agent_id',
       'runs.root_run_id',
       'runs.queue_item_id',
+      'q.created_at as offered_at',
     ])
     .where('runs.realm_id', '=', realmId)
     .where('runs.state', '=', 'offered')
