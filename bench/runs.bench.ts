@@ -148,13 +148,47 @@ async function dispatchBench(kind: 'sqlite' | 'postgres', processes: 1 | 2): Pro
     // (a) one run at a time, each followed by one direct spawn.
     const lat: number[] = [];
     const base: number[] = [];
+    const ids: { id: string; asked: number }[] = [];
     for (let i = 0; i < LATENCY_RUNS; i++) {
       const { id, asked } = await run();
+      ids.push({ id, asked });
       lat.push(stampOf(id) - asked);
       const key = `direct-${i}`;
       const at = await direct(key);
       base.push(stampOf(key) - at);
     }
+    // Where a run's time went: each step's median, from its history (the hub's clock, ms) and the
+    // agent's stamp (the same machine's clock).
+    const steps = new Map<string, number[]>();
+    await pool(Math.min(40, ids.length), 4, async (i) => {
+      const r = await call('runs/get_by_id', { run_id: ids[i]!.id, with_history: true });
+      const at = (type: string) =>
+        (r.data.history as { type: string; at: number }[]).find((e) => e.type === type)?.at;
+      const points: [string, number | undefined][] = [
+        ['runs/new sent', ids[i]!.asked],
+        ['queued', at('run.queued')],
+        ['offered', at('run.offered')],
+        ['claimed', at('run.claimed') ?? at('run.assigned')],
+        ['started', at('run.started')],
+        ['agent running', stampOf(ids[i]!.id)],
+      ];
+      for (let k = 1; k < points.length; k++) {
+        const [from, a] = points[k - 1]!;
+        const [to, b] = points[k]!;
+        if (a === undefined || b === undefined) continue;
+        const key = `${from} → ${to}`;
+        steps.set(key, [...(steps.get(key) ?? []), b - a]);
+      }
+    });
+    const breakdown = [...steps]
+      .map(
+        ([k, xs]) =>
+          `${k} ${percentile(
+            xs.sort((x, y) => x - y),
+            50,
+          ).toFixed(1)}`,
+      )
+      .join(', ');
     lat.sort((x, y) => x - y);
     base.sort((x, y) => x - y);
     const setup =
@@ -169,7 +203,8 @@ async function dispatchBench(kind: 'sqlite' | 'postgres', processes: 1 | 2): Pro
         higherIsBetter: false,
         note:
           `runs/new sent → agent running p${p} ${percentile(lat, p).toFixed(2)} ms, minus the direct spawn's; ` +
-          `n=${lat.length}${p === 99 && lat.length < 100 ? ' (p99 of fewer than 100 runs is about their maximum)' : ''}`,
+          `n=${lat.length}${p === 99 && lat.length < 100 ? ' (p99 of fewer than 100 runs is about their maximum)' : ''}` +
+          (p === 50 ? `; step medians (ms, history at 1 ms resolution): ${breakdown}` : ''),
       };
     });
 

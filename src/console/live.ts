@@ -3,8 +3,9 @@
  * events, CONTRACT.md §14), a load runs at once and again each time the hub pushes a change (changes
  * close together load once); nothing polls. Without one, or while the stream cannot be opened, a load
  * runs again `intervalMs` after the previous one finished. Either way never two loads at a time, paused
- * while the tab is hidden and run at once when it shows again; a newer load aborts an older one, so a
- * slow reply never overwrites a newer.
+ * while the tab is hidden and run at once when it shows again. A change during a load runs one more
+ * load after it, rather than aborting it: changes arriving faster than a slow hub answers would
+ * otherwise abort every load and never show anything.
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { followEvents } from '../shared/api/event-stream.js';
@@ -101,10 +102,15 @@ export function useLive<T>(
     let stopped = false;
     let timer: ReturnType<typeof setTimeout> | null = null;
     let ctl: AbortController | null = null;
+    /** A change came during the load in flight: load again once it is done. */
+    let again = false;
     const run = async () => {
       if (timer) clearTimeout(timer);
       timer = null;
-      ctl?.abort();
+      if (ctl) {
+        again = true;
+        return;
+      }
       const mine = new AbortController();
       ctl = mine;
       try {
@@ -118,6 +124,11 @@ export function useLive<T>(
       }
       setLoading(false);
       if (ctl === mine) ctl = null;
+      if (again && !stopped) {
+        again = false;
+        void run();
+        return;
+      }
       schedule();
     };
     // While the stream is open, loads follow its changes instead of the interval.
