@@ -205,7 +205,7 @@ export default async function idleBench(): Promise<BenchResult[]> {
         baseline: { name: 'bare ws server restarted', value: b.storm.totalMs / 1000 },
         higherIsBetter: false,
         note:
-          `the daemon's backoff (full jitter 0–500 ms, doubling per failed dial); from the new process ready: ` +
+          `the daemon's backoff (full jitter from 0–500 ms, doubling per failed dial up to 5 s after a 1012 close); from the new process ready: ` +
           `hub ${(h.storm.afterReadyMs / 1000).toFixed(2)} s, ws ${(b.storm.afterReadyMs / 1000).toFixed(2)} s; ` +
           `dials ${h.storm.redials.toLocaleString('en-US')} (${h.storm.failed.toLocaleString('en-US')} failed), ` +
           `ws ${b.storm.redials.toLocaleString('en-US')} (${b.storm.failed.toLocaleString('en-US')} failed); ` +

@@ -16,7 +16,12 @@
  */
 import http from 'node:http';
 import { WebSocket } from 'ws';
-import { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF } from '../../src/daemon/backoff.js';
+import {
+  type BackoffOptions,
+  backoffDelay,
+  DEFAULT_BACKOFF,
+  reconnectBackoff,
+} from '../../src/daemon/backoff.js';
 import { memory, serveParent } from './child.js';
 
 interface Daemon {
@@ -200,18 +205,18 @@ function open(
       fail(err);
       if (!greeted) reject(err);
     });
-    ws.on('close', () => {
+    ws.on('close', (code) => {
       if (d.timer) clearInterval(d.timer);
       if (!greeted) return reject(new Error('closed before the hello'));
       stats.open--;
       stats.closed++;
-      if (reconnect && !closing) redial(d, 0, claimUrl);
+      if (reconnect && !closing) redial(d, 0, claimUrl, code);
     });
   });
 }
 
 /** Dials a closed tunnel again after the daemon's backoff delay for this attempt. */
-function redial(d: Daemon, attempt: number, claimUrl: URL | 'tunnel' | null) {
+function redial(d: Daemon, attempt: number, claimUrl: URL | 'tunnel' | null, closeCode: number) {
   const r = reconnect!;
   d.redial = setTimeout(
     () => {
@@ -220,10 +225,10 @@ function redial(d: Daemon, attempt: number, claimUrl: URL | 'tunnel' | null) {
       stats.redials++;
       open(d, r.url, r.plain, r.pingMs, claimUrl).catch(() => {
         stats.failedRedials++;
-        redial(d, attempt + 1, claimUrl);
+        redial(d, attempt + 1, claimUrl, closeCode);
       });
     },
-    backoffDelay(attempt, r.policy),
+    backoffDelay(attempt, reconnectBackoff(r.policy, closeCode)),
   );
 }
 

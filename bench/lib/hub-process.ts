@@ -4,7 +4,8 @@
  * - `hub` (default): `startHub` with the options in `SVC_BENCH_HUB` (JSON: databaseUrl, schema,
  *   adminToken, config), exactly as `svc hub` composes it, logs silenced.
  * - `ws`: the baseline, a bare `ws` WebSocketServer on a plain HTTP server that pings every
- *   connection every `SVC_BENCH_PING_MS` and drops one that missed a pong, as the hub does.
+ *   connection every `SVC_BENCH_PING_MS` and drops one that missed a pong, and closes every
+ *   connection with 1012 when it stops, as the hub does.
  *
  * Requests: `memory` (after a full GC when run with --expose-gc), `counts` (connections opened and
  * closed, and for the hub the daemons `online` in the database).
@@ -13,6 +14,7 @@ import http from 'node:http';
 import { WebSocketServer } from 'ws';
 import { startHub } from '../../src/hub/server.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { SERVICE_RESTART } from '../../src/shared/protocol.js';
 import { memory, serveParent } from './child.js';
 
 const counts = { connected: 0, disconnected: 0 };
@@ -49,7 +51,14 @@ if (process.argv[2] === 'ws') {
       { url: `http://127.0.0.1:${port}` },
       { memory: () => memory(), counts: () => counts },
       async () => {
-        for (const ws of wss.clients) ws.terminate();
+        // As a hub stops: every connection closed with 1012 (service restart), then the process ends.
+        const closed = [...wss.clients].map((ws) => new Promise((resolve) => ws.once('close', resolve)));
+        for (const ws of wss.clients) ws.close(SERVICE_RESTART, 'restarting');
+        const late = setTimeout(() => {
+          for (const ws of wss.clients) ws.terminate();
+        }, 5_000);
+        await Promise.all(closed);
+        clearTimeout(late);
         server.close();
       },
     );

@@ -1,3 +1,5 @@
+import { SERVICE_RESTART } from '../shared/protocol.js';
+
 export interface BackoffOptions {
   /** Delay ceiling of the first retry (ms). */
   baseMs: number;
@@ -19,4 +21,16 @@ export function backoffDelay(
 ): number {
   const ceiling = Math.min(opts.capMs, opts.baseMs * 2 ** Math.min(Math.max(attempt, 0), 30));
   return Math.floor(random() * ceiling);
+}
+
+/** The ceiling while the hub that closed the tunnel said it was restarting. */
+export const RESTART_CAP_MS = 5_000;
+
+/**
+ * The backoff for the dials after a tunnel closed with `closeCode`: a hub that said it is restarting
+ * (1012) is expected back within seconds, so the ceiling stops at RESTART_CAP_MS instead of growing
+ * to the cap for an outage; daemons then return soon after it does, still spread by the jitter.
+ */
+export function reconnectBackoff(opts: BackoffOptions, closeCode: number | null): BackoffOptions {
+  return closeCode === SERVICE_RESTART ? { ...opts, capMs: Math.min(opts.capMs, RESTART_CAP_MS) } : opts;
 }

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { backoffDelay } from './backoff.js';
+import { SERVICE_RESTART } from '../shared/protocol.js';
+import { backoffDelay, RESTART_CAP_MS, reconnectBackoff } from './backoff.js';
 import { hubConfigured, validateDaemonConfig } from './config.js';
 
 describe('daemon config', () => {
@@ -48,6 +49,18 @@ describe('daemon config', () => {
 
 describe('reconnect backoff', () => {
   const opts = { baseMs: 100, capMs: 1000 };
+  it('keeps the ceiling short after a hub said it was restarting (1012), not after other closes', () => {
+    const outage = { baseMs: 500, capMs: 30_000 };
+    assert.deepEqual(reconnectBackoff(outage, SERVICE_RESTART), { baseMs: 500, capMs: RESTART_CAP_MS });
+    assert.equal(
+      backoffDelay(10, reconnectBackoff(outage, SERVICE_RESTART), () => 0.999999),
+      4_999,
+    );
+    for (const code of [null, 1000, 1006, 4000]) assert.deepEqual(reconnectBackoff(outage, code), outage);
+    // A smaller cap of the daemon's own stays.
+    assert.deepEqual(reconnectBackoff(opts, SERVICE_RESTART), opts);
+  });
+
   it('grows exponentially up to the cap, with full jitter', () => {
     assert.equal(
       backoffDelay(0, opts, () => 0.999999),

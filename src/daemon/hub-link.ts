@@ -10,7 +10,7 @@ import {
   HubFrame,
   type ReplyFrame,
 } from '../shared/protocol.js';
-import { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF } from './backoff.js';
+import { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF, reconnectBackoff } from './backoff.js';
 import { DaemonError } from './errors.js';
 import type { DaemonIdentity } from './identity.js';
 import type { Router } from './router.js';
@@ -71,6 +71,8 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
   private ws: WebSocket | null = null;
   private index = 0;
   private attempt = 0;
+  /** How the last session ended (its close code), which picks the backoff; null once greeted. */
+  private lastClose: number | null = null;
   private timer: NodeJS.Timeout | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
   private stopping = false;
@@ -200,6 +202,7 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
         this.emit('disconnected', { url, code, reason: reason.toString() });
         // A session that worked: retry the same hub first, from the smallest delay.
         this.attempt = 0;
+        this.lastClose = code;
         this.schedule();
       } else {
         this.failed(url, lastError);
@@ -216,7 +219,11 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
 
   private schedule(): void {
     if (this.stopping) return;
-    const delay = backoffDelay(this.attempt++, this.backoff, this.opts.random);
+    const delay = backoffDelay(
+      this.attempt++,
+      reconnectBackoff(this.backoff, this.lastClose),
+      this.opts.random,
+    );
     this.timer = setTimeout(() => {
       this.timer = null;
       this.connect();
@@ -247,6 +254,7 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
       // The socket may have closed while the hello was being saved; its close already rescheduled.
       if (ws.readyState !== WebSocket.OPEN || this.stopping) return;
       this.session = { url, ws, calls: frame.features?.includes('calls') === true };
+      this.lastClose = null;
       this.attempt = 0;
       this.startHeartbeat(ws);
       this.opts.log.info({ url, daemon_id: frame.daemon_id }, 'connected to the hub');

@@ -20,6 +20,12 @@
  */
 import { z } from 'zod';
 
+/**
+ * The close code of every tunnel when a hub process stops (RFC 6455 "service restart"): daemons
+ * expect it back within seconds and keep their reconnect delays short (src/daemon/backoff.ts).
+ */
+export const SERVICE_RESTART = 1012;
+
 export const AclEntry = z.object({
   user_id: z.string(),
   handle: z.string(),

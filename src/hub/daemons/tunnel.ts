@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { AppError, HUB_STATUS } from '../../shared/errors.js';
+import { SERVICE_RESTART } from '../../shared/protocol.js';
 import { createLocalBus } from '../cluster/bus.js';
 import { errorBody } from '../http/errors.js';
 import { BODY_LIMIT } from '../http/limits.js';
@@ -246,7 +247,7 @@ export async function createTunnel(
         state.track(bus.publish({ type: 'disconnect', daemon_id: daemonId, reason }), 'disconnect publish');
     },
     disconnectAll(reason) {
-      for (const c of conns.values()) c.ws.close(1012, reason.slice(0, 120));
+      for (const c of conns.values()) c.ws.close(SERVICE_RESTART, reason.slice(0, 120));
     },
     waitForAck(txId, timeoutMs = 30_000) {
       return new Promise<CommandResult>((resolve, reject) => {
