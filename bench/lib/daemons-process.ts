@@ -34,9 +34,8 @@ interface Daemon {
 }
 
 const daemons: Daemon[] = [];
-const stats = {
-  open: 0,
-  closed: 0,
+/** The counters `stats` with `reset` starts again from zero. */
+const counters = () => ({
   pings: 0,
   offers: 0,
   claims: 0,
@@ -46,8 +45,13 @@ const stats = {
   /** Dials after a tunnel closed, and those that failed. */
   redials: 0,
   failedRedials: 0,
+});
+const stats = {
+  open: 0,
+  closed: 0,
   /** When the last tunnel was greeted (epoch ms). */
   lastOpenAt: 0,
+  ...counters(),
 };
 /** Set by `connect` with `reconnect`: how a closed tunnel is dialled again. */
 let reconnect: { url: string; pingMs: number; plain: boolean; policy: BackoffOptions } | null = null;
@@ -340,16 +344,7 @@ serveParent(
       if (msg.reset) {
         claimLatencies = [];
         executions = new Map();
-        Object.assign(stats, {
-          pings: 0,
-          offers: 0,
-          claims: 0,
-          wins: 0,
-          errors: 0,
-          lastError: '',
-          redials: 0,
-          failedRedials: 0,
-        });
+        Object.assign(stats, counters());
       }
       return out;
     },

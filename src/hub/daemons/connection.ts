@@ -71,8 +71,6 @@ export interface Conn {
   opening: Promise<void> | null;
   flushing: Promise<void> | null;
   dirty: boolean;
-  /** When presence recorded the daemon online through this connection. */
-  onlineAt?: number;
   /** The dispatch token the connection's command frames carry, reused until half its life is gone. */
   token?: { token: string; expires_at: number; renew_at: number };
 }
@@ -116,7 +114,7 @@ export function openConnection(s: TunnelState, conn: Conn): void {
 }
 
 async function greet(s: TunnelState, conn: Conn): Promise<void> {
-  await s.presence.connected(conn);
+  const onlineAt = await s.presence.connected(conn);
   const acl = await helloAcl(s, conn.realmId);
   if (conn.closed) return;
   const hello: HelloFrame = {
@@ -133,7 +131,7 @@ async function greet(s: TunnelState, conn: Conn): Promise<void> {
   s.events.emit('connected', {
     daemon_id: conn.daemonId,
     connection_id: conn.id,
-    online_at: conn.onlineAt ?? s.deps.now(),
+    online_at: onlineAt,
   });
   flush(s, conn);
 }

@@ -11,7 +11,8 @@ import { markConnected, markDisconnected, touchConnections } from './daemons.rep
  * one per daemon.
  */
 export interface Presence {
-  connected(conn: Conn): Promise<void>;
+  /** When the daemon was recorded online. */
+  connected(conn: Conn): Promise<number>;
   /** Whether the daemon went offline (no newer connection had replaced this one). */
   disconnected(conn: Conn): Promise<boolean>;
   touched(conn: Conn): Promise<void>;
@@ -43,13 +44,12 @@ export function createPresence(deps: TunnelDeps, instanceId: string): Presence {
         db.transaction().execute(async (trx) => {
           const at = deps.now();
           await markConnected(trx, conns.map(connection), at, instanceId);
-          for (const c of conns) c.onlineAt = at;
           await recordEvents(
             trx,
             deps,
             conns.map((c) => eventOf('daemon.connected', c)),
           );
-          return conns.map(() => undefined);
+          return conns.map(() => at);
         }),
       GROUP,
       OVER_WINDOW,

@@ -278,7 +278,9 @@ export async function onDaemonsConnected(
   const onlineAt = new Map(daemons.map((d) => [d.daemonId, d.onlineAt]));
   const byRealm = new Map<string, string[]>();
   for (const d of await realmsOfDaemons(hub.db, [...onlineAt.keys()])) {
-    byRealm.set(d.realm_id, [...(byRealm.get(d.realm_id) ?? []), d.id]);
+    const ids = byRealm.get(d.realm_id) ?? [];
+    ids.push(d.id);
+    byRealm.set(d.realm_id, ids);
   }
   for (const [realmId, ids] of byRealm) {
     for (const r of await queuedInRealm(hub.db, realmId, 500)) await dispatchRun(hub, r.run_id);

@@ -24,14 +24,25 @@ import { insertIdempotencyKey, takeRunNumbers } from './starts.repo.js';
  */
 
 /** What a new run row needs besides its defaults. */
-export interface RunSeed {
-  org_id: string;
-  realm_id: string;
-  workspace_id: string | null;
-  workspace_path: string | null;
-  team_id: string | null;
-  team_version_id: string | null;
-  agent_id: string | null;
+export interface RunSeed
+  extends Pick<
+    RunsTable,
+    | 'org_id'
+    | 'realm_id'
+    | 'workspace_id'
+    | 'workspace_path'
+    | 'team_id'
+    | 'team_version_id'
+    | 'agent_id'
+    | 'external_id'
+    | 'parent_run_id'
+    | 'parent_phase'
+    | 'root_run_id'
+    | 'call_depth'
+    | 'iteration_key'
+    | 'created_by_user_id'
+    | 'priority'
+  > {
   execution_type: 'team' | 'agent';
   run_name: string | null;
   /** Used for the default run name. */
@@ -39,18 +50,10 @@ export interface RunSeed {
   inputs: Record<string, unknown>;
   reviewers: Record<string, string[]> | null;
   notify_channels: unknown;
-  external_id: string | null;
   context_labels: unknown;
-  parent_run_id: string | null;
-  parent_phase: string | null;
-  root_run_id: string | null;
   call_path: string[] | null;
-  call_depth: number;
-  iteration_key: string | null;
   /** Set for child runs: makes a retried `runs/start_child` return the same child. */
   child_key?: string | null;
-  created_by_user_id: string | null;
-  priority: number;
   /** Its concurrency groups (concurrency.ts), written with the run. */
   groups: RunGroup[];
   queue_timeout_ms: number | null;
