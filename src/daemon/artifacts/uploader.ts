@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, mkdirSync, rmSync } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Kysely, Selectable } from 'kysely';
@@ -64,12 +64,16 @@ export class ArtifactUploader {
     this.spool = path.join(opts.home, 'artifacts', 'spool');
   }
 
-  /** A fresh, private artifact folder for one phase of a run (`SVC_ARTIFACTS_DIR`). */
-  async phaseFolder(runId: string, phase: string): Promise<string> {
+  /**
+   * A fresh, private artifact folder for one phase of a run (`SVC_ARTIFACTS_DIR`). Synchronous: a
+   * few system calls on the way to the agent's start, which should not wait twice for the thread pool
+   * behind whatever else the daemon is doing.
+   */
+  phaseFolder(runId: string, phase: string): string {
     const safe = (s: string) => s.replace(/[^A-Za-z0-9._-]/g, '_');
     const dir = path.join(this.opts.home, 'artifacts', 'runs', safe(runId), safe(phase));
-    await rm(dir, { recursive: true, force: true });
-    await mkdir(dir, { recursive: true, mode: 0o700 });
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
     return dir;
   }
 

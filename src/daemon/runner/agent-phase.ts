@@ -37,7 +37,7 @@ export async function runAgentPhase(
     };
   }
   // A fresh private folder for the phase's artifacts; what is in it when the agent ends goes to the hub.
-  const artifactsDir = await ctx.artifacts.phaseFolder(body.run_id, phase.name);
+  const artifactsDir = ctx.artifacts.phaseFolder(body.run_id, phase.name);
   run.artifactsDir = artifactsDir;
   const agent = startAgent({
     manifest,
