@@ -6,6 +6,7 @@ import type { Clock, IdGen } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from '../shared/shutdown.js';
 import type { AccessCache } from './access/access-cache.js';
+import type { RulesCache } from './notifications/rules-cache.js';
 import type { Cipher, Mailer, PasswordGate, Tunnel } from './ports.js';
 import type { RunMetrics } from './runs/run-metrics.js';
 
@@ -31,6 +32,8 @@ export interface Hub {
   runEnded: readonly RunEndedHook[];
   /** Token → actor, realm, (user, realm) → role, kept for at most a second (src/hub/access/access-cache.ts). */
   access: AccessCache;
+  /** Each organization's notification rules, kept for at most a second (src/hub/notifications/rules-cache.ts). */
+  rules: RulesCache;
   /** The run queue's metrics in this process (src/hub/runs/run-metrics.ts). */
   runMetrics: RunMetrics;
 }

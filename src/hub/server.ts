@@ -24,6 +24,7 @@ import { type Presence, startPresence } from './cluster/presence.js';
 import { registerConsole } from './console.js';
 import { DEFAULT_HUB_CONFIG, type Hub, type HubConfig } from './context.js';
 import { createTunnel } from './daemons/tunnel.js';
+import { createRulesCache } from './notifications/rules-cache.js';
 import { startDeliveryWorker } from './notifications/worker.js';
 import { hubOps } from './ops.js';
 import { createMailer } from './orgs/mailer.js';
@@ -114,11 +115,14 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     );
     const resealed = await resealAll(database.db, cipher);
     if (resealed > 0) log.info({ resealed, key_id: cipher.keyId }, 'secrets sealed under the current key');
-    // Authentication and roles are cached; the handle's plugin clears the cache on writes that matter.
+    // Authentication, roles and notification rules are cached; the handle's plugins clear each cache
+    // on the writes that matter to it.
     const access = createAccessCache();
+    const rules = createRulesCache();
     const base: Omit<Hub, 'tunnel'> = {
-      db: database.db.withPlugin(access.watch),
+      db: database.db.withPlugin(access.watch).withPlugin(rules.watch),
       access,
+      rules,
       dialect: database.dialect,
       log,
       now: opts.now ?? Date.now,

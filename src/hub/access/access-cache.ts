@@ -1,16 +1,6 @@
-import {
-  AliasNode,
-  ColumnNode,
-  type KyselyPlugin,
-  type OperationNode,
-  type PluginTransformQueryArgs,
-  type PluginTransformResultArgs,
-  type QueryResult,
-  type RootOperationNode,
-  TableNode,
-  type UnknownRow,
-} from 'kysely';
+import type { KyselyPlugin, RootOperationNode } from 'kysely';
 import type { OrgsTable, RealmsTable } from '../../db/schema.js';
+import { clearOnWrite, type WatchedTables, writesTo } from '../../db/watch-writes.js';
 import type { OrgRole, RealmRole } from '../../shared/permissions.js';
 import type { Actor } from './actor.js';
 
@@ -51,10 +41,10 @@ export const ACCESS_CACHE_MS = 1_000;
 const MAX_ENTRIES = 20_000;
 
 /**
- * Tables whose writes can change an answer. For updates, only the columns named matter (a token's
- * `last_used_at` or a daemon's `last_seen_at` change nothing); `null` means any update does.
+ * Tables whose writes can change an answer (a token's `last_used_at` or a daemon's `last_seen_at`
+ * change nothing).
  */
-const WATCHED: Record<string, readonly string[] | null> = {
+const WATCHED: WatchedTables = {
   tokens: ['revoked_at', 'expires_at', 'token_hash', 'user_id'],
   daemons: ['revoked_at', 'token_hash', 'realm_id'],
   users: null,
@@ -100,7 +90,6 @@ export function createAccessCache(
   const clear = () => {
     for (const m of maps) m.clear();
   };
-  const writes = new WeakSet<object>();
 
   return {
     token: (hash) => get(tokens, hash),
@@ -113,48 +102,11 @@ export function createAccessCache(
     putOrgRole: (userId, orgId, role) => put(orgRoles, `${userId} ${orgId}`, role),
     clear,
     size: () => maps.reduce((n, m) => n + m.size, 0),
-    watch: {
-      transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
-        if (changesAccess(args.node)) {
-          writes.add(args.queryId);
-          clear();
-        }
-        return args.node;
-      },
-      async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
-        // Cleared again once the write is done: a read that raced it may have cached the old answer.
-        if (writes.has(args.queryId)) clear();
-        return args.result;
-      },
-    },
+    watch: clearOnWrite(WATCHED, clear),
   };
 }
 
 /** Whether a query writes something that `WATCHED` says can change an access answer. */
 export function changesAccess(node: RootOperationNode): boolean {
-  switch (node.kind) {
-    case 'InsertQueryNode':
-      return tableName(node.into) in WATCHED;
-    case 'DeleteQueryNode':
-      return node.from.froms.some((f) => tableName(f) in WATCHED);
-    case 'UpdateQueryNode': {
-      const name = node.table ? tableName(node.table) : '';
-      if (!(name in WATCHED)) return false;
-      const columns = WATCHED[name];
-      if (columns === null || columns === undefined) return true;
-      return (node.updates ?? []).some((u) => columns.includes(columnName(u.column)));
-    }
-    default:
-      return false;
-  }
-}
-
-function tableName(node: OperationNode | undefined): string {
-  if (node && TableNode.is(node)) return node.table.identifier.name;
-  if (node && AliasNode.is(node)) return tableName(node.node);
-  return '';
-}
-
-function columnName(node: OperationNode): string {
-  return ColumnNode.is(node) ? node.column.name : '';
+  return writesTo(node, WATCHED);
 }

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
-import { enqueueEventDeliveries } from '../notifications/outbox.js';
+import { type EventContext, enqueueEventDeliveries } from '../notifications/outbox.js';
 
 export interface HubEvent {
   type: string;
@@ -19,18 +19,14 @@ export interface HubEvent {
  * transaction of the change that caused it, together with the notification deliveries it causes
  * (src/hub/notifications/outbox.ts), so a committed change never loses its notifications.
  */
-export async function recordEvent(
-  db: Kysely<DB>,
-  ids: { newId: () => string; now: () => number },
-  e: HubEvent,
-): Promise<void> {
+export async function recordEvent(db: Kysely<DB>, ids: EventContext, e: HubEvent): Promise<void> {
   await recordEvents(db, ids, [e]);
 }
 
 /** Several events at once (one statement for the events, one lookup of rules per kind of event). */
 export async function recordEvents(
   db: Kysely<DB>,
-  ids: { newId: () => string; now: () => number },
+  ids: EventContext,
   events: readonly HubEvent[],
 ): Promise<void> {
   if (events.length === 0) return;

@@ -4,8 +4,10 @@ import type { NotificationChannelsTable, NotificationDeliveriesTable } from '../
 import { parseDestinations } from './channels.repo.js';
 import { withoutFormerMembers } from './members.js';
 import { type EventEnvelope, formatBody } from './payloads.js';
+import { type RulesCache, ruleMatches, uncachedRules } from './rules-cache.js';
 
-type Ids = { newId: () => string; now: () => number };
+/** Ids and times of new rows, and the hub's rules cache when there is one (rules-cache.ts). */
+export type EventContext = { newId: () => string; now: () => number; rules?: Pick<RulesCache, 'rulesOf'> };
 
 /** An event as recorded in `events` (the payload parsed). */
 export interface RecordedEvent {
@@ -43,7 +45,7 @@ export function envelopeOf(e: RecordedEvent): EventEnvelope {
  */
 export async function enqueueEventDeliveries(
   db: Kysely<DB>,
-  ids: Ids,
+  ids: EventContext,
   events: readonly RecordedEvent[],
 ): Promise<number> {
   // Events alike (kind, organization, realm, team, state, named channels) reach the same channels:
@@ -61,7 +63,7 @@ export async function enqueueEventDeliveries(
     ]);
     let channels = found.get(key);
     if (!channels) {
-      channels = await channelsOf(db, e);
+      channels = await channelsOf(db, ids, e);
       found.set(key, channels);
     }
     if (channels.length === 0) continue;
@@ -72,7 +74,11 @@ export async function enqueueEventDeliveries(
 }
 
 /** The enabled channels an event reaches (see enqueueEventDeliveries). */
-async function channelsOf(db: Kysely<DB>, e: RecordedEvent): Promise<NotificationChannelsTable[]> {
+async function channelsOf(
+  db: Kysely<DB>,
+  ids: EventContext,
+  e: RecordedEvent,
+): Promise<NotificationChannelsTable[]> {
   let orgId = e.org_id;
   if (!orgId && e.realm_id) {
     orgId =
@@ -84,29 +90,10 @@ async function channelsOf(db: Kysely<DB>, e: RecordedEvent): Promise<Notificatio
   if (orgId) {
     const teamId = typeof e.payload.team_id === 'string' ? e.payload.team_id : null;
     const state = typeof e.payload.state === 'string' ? e.payload.state : null;
-    const rows = await db
-      .selectFrom('notification_rules as r')
-      .innerJoin('notification_rule_channels as rc', 'rc.rule_id', 'r.id')
-      .select('rc.channel_id')
-      .where('r.event', '=', e.type)
-      .where('r.org_id', '=', orgId)
-      .where((eb) =>
-        e.realm_id
-          ? eb.or([eb('r.realm_id', 'is', null), eb('r.realm_id', '=', e.realm_id)])
-          : eb('r.realm_id', 'is', null),
-      )
-      .where((eb) =>
-        teamId
-          ? eb.or([eb('r.filter_team_id', 'is', null), eb('r.filter_team_id', '=', teamId)])
-          : eb('r.filter_team_id', 'is', null),
-      )
-      .where((eb) =>
-        state
-          ? eb.or([eb('r.filter_state', 'is', null), eb('r.filter_state', '=', state)])
-          : eb('r.filter_state', 'is', null),
-      )
-      .execute();
-    for (const r of rows) channelIds.add(r.channel_id);
+    const event = { type: e.type, realm_id: e.realm_id, team_id: teamId, state };
+    for (const rule of await (ids.rules ?? uncachedRules).rulesOf(db, orgId)) {
+      if (ruleMatches(rule, event)) for (const id of rule.channel_ids) channelIds.add(id);
+    }
   }
   let channels: NotificationChannelsTable[] = [];
   if (channelIds.size > 0) {
@@ -142,7 +129,7 @@ async function channelsOf(db: Kysely<DB>, e: RecordedEvent): Promise<Notificatio
 /** One pending delivery per destination of the channel; the body is fixed now so retries resend the same bytes. */
 export async function enqueueForChannel(
   db: Kysely<DB>,
-  ids: Ids,
+  ids: EventContext,
   channel: NotificationChannelsTable,
   env: EventEnvelope,
   kind: NotificationDeliveriesTable['kind'],

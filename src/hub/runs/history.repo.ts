@@ -4,8 +4,8 @@ import type { RunHistoryTable, RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
 import type { Actor, HistoryEntry as HistoryOut } from '../../shared/api/runs.js';
 import { notifyRunChanged } from '../cluster/bus.js';
-import type { Hub } from '../context.js';
 import { recordEvents } from '../events/events.js';
+import type { EventContext } from '../notifications/outbox.js';
 import { json, toJson } from './run.mapper.js';
 
 /** A run's history (SQL): every entry also becomes an event in the same transaction. */
@@ -35,7 +35,7 @@ type HistoryRun = Pick<RunsTable, 'run_id' | 'org_id' | 'realm_id' | 'team_id' |
  */
 export async function addHistory(
   db: Kysely<DB>,
-  hub: Pick<Hub, 'newId' | 'now'>,
+  hub: EventContext,
   run: HistoryRun,
   state: RunState,
   e: HistoryEntry,
@@ -46,7 +46,7 @@ export async function addHistory(
 /** Several entries at once (of new runs written together): one statement per table. */
 export async function addHistories(
   db: Kysely<DB>,
-  hub: Pick<Hub, 'newId' | 'now'>,
+  hub: EventContext,
   entries: readonly { run: HistoryRun; state: RunState; entry: HistoryEntry }[],
 ): Promise<void> {
   if (entries.length === 0) return;
