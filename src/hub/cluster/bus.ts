@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type OperationNodeSource, sql } from 'kysely';
 import type pg from 'pg';
 import { isPostgres } from '../../db/index.js';
 import type { Logger } from '../../shared/logger.js';
@@ -66,18 +66,36 @@ export async function notifyRunChanged(
   db: Kysely<any>,
   runs: readonly { realm_id: string; run_id: string }[],
 ): Promise<void> {
+  await writeAndNotifyRunChanged(db, [], runs);
+}
+
+/** A write built but not yet run (an insert, an update…). */
+type Write = OperationNodeSource & { execute(): Promise<unknown> };
+
+/**
+ * Runs `writes`, then `notifyRunChanged` for `runs`. On PostgreSQL that is one statement, one round
+ * trip instead of one per write plus the notice: the writes become data-modifying CTEs, which
+ * PostgreSQL always runs, and the notice its query.
+ */
+export async function writeAndNotifyRunChanged(
+  // biome-ignore lint/suspicious/noExplicitAny: works for any schema
+  db: Kysely<any>,
+  writes: readonly Write[],
+  runs: readonly { realm_id: string; run_id: string }[],
+): Promise<void> {
   const payloads = [...new Set(runs.map((r) => `${r.realm_id} ${r.run_id}`))];
-  if (payloads.length === 0) return;
   if (!isPostgres(db)) {
+    for (const w of writes) await w.execute();
     for (const p of payloads) {
       const [realmId, runId] = p.split(' ') as [string, string];
       runFeed.emit('change', realmId, runId);
     }
     return;
   }
-  await sql`select pg_notify(${sql.raw(channelExpr(RUNS_CHANNEL))}, p) from unnest(${payloads}::text[]) as p`.execute(
-    db,
-  );
+  if (writes.length === 0 && payloads.length === 0) return;
+  const ctes = writes.map((w, i) => sql`${sql.id(`w${i}`)} as (${w})`);
+  const notice = sql`select pg_notify(${sql.raw(channelExpr(RUNS_CHANNEL))}, p) from unnest(${payloads}::text[]) as p`;
+  await (ctes.length ? sql`with ${sql.join(ctes)} ${notice}` : notice).execute(db);
 }
 
 /** The bus of a single hub process (SQLite): everything is already in this process. */

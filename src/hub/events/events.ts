@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
-import { type EventContext, enqueueEventDeliveries } from '../notifications/outbox.js';
+import { type EventContext, enqueueEventDeliveries, type RecordedEvent } from '../notifications/outbox.js';
 
 export interface HubEvent {
   type: string;
@@ -32,8 +32,16 @@ export async function recordEvents(
   if (events.length === 0) return;
   // The events and their deliveries are written together even when the caller has no transaction.
   if (!db.isTransaction) return db.transaction().execute((trx) => recordEvents(trx, ids, events));
+  const rows = newEvents(ids, events);
+  await insertEvents(db, rows).execute();
+  // The event bus: matching notification rules become outbox rows in this same transaction.
+  await enqueueEventDeliveries(db, ids, rows);
+}
+
+/** The rows of new events (ids and time given now). */
+export function newEvents(ids: EventContext, events: readonly HubEvent[]): RecordedEvent[] {
   const createdAt = ids.now();
-  const rows = events.map((e) => ({
+  return events.map((e) => ({
     id: ids.newId(),
     type: e.type,
     org_id: e.org_id ?? null,
@@ -42,10 +50,14 @@ export async function recordEvents(
     payload: e.payload ?? {},
     created_at: createdAt,
   }));
-  await db
+}
+
+/**
+ * The statement that writes them, not yet run: a caller may send it with others in one round trip
+ * (src/hub/runs/history.repo.ts); it then calls `enqueueEventDeliveries` itself.
+ */
+export function insertEvents(db: Kysely<DB>, rows: readonly RecordedEvent[]) {
+  return db
     .insertInto('events')
-    .values(rows.map((row) => ({ ...row, payload: JSON.stringify(row.payload) })))
-    .execute();
-  // The event bus: matching notification rules become outbox rows in this same transaction.
-  await enqueueEventDeliveries(db, ids, rows);
+    .values(rows.map((row) => ({ ...row, payload: JSON.stringify(row.payload) })));
 }

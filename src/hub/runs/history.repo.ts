@@ -3,9 +3,9 @@ import type { DB } from '../../db/index.js';
 import type { RunHistoryTable, RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
 import type { Actor, HistoryEntry as HistoryOut } from '../../shared/api/runs.js';
-import { notifyRunChanged } from '../cluster/bus.js';
-import { recordEvents } from '../events/events.js';
-import type { EventContext } from '../notifications/outbox.js';
+import { writeAndNotifyRunChanged } from '../cluster/bus.js';
+import { insertEvents, newEvents } from '../events/events.js';
+import { type EventContext, enqueueEventDeliveries } from '../notifications/outbox.js';
 import { json, toJson } from './run.mapper.js';
 
 /** A run's history (SQL): every entry also becomes an event in the same transaction. */
@@ -43,37 +43,31 @@ export async function addHistory(
   await addHistories(db, hub, [{ run, state, entry: e }]);
 }
 
-/** Several entries at once (of new runs written together): one statement per table. */
+/** Several entries at once (of new runs written together): one statement on PostgreSQL, one per table on SQLite. */
 export async function addHistories(
   db: Kysely<DB>,
   hub: EventContext,
   entries: readonly { run: HistoryRun; state: RunState; entry: HistoryEntry }[],
 ): Promise<void> {
   if (entries.length === 0) return;
+  // The entries, their events and their deliveries are written together.
+  if (!db.isTransaction) return db.transaction().execute((trx) => addHistories(trx, hub, entries));
   const at = hub.now();
-  await db
-    .insertInto('run_history')
-    .values(
-      entries.map(({ run, state, entry: e }) => ({
-        id: hub.newId(),
-        run_id: run.run_id,
-        type: e.type,
-        at,
-        from_phase: e.from_phase ?? null,
-        phase: e.phase ?? null,
-        state,
-        error: e.error ?? null,
-        actor: toJson(e.actor ?? null),
-        data: toJson(e.data ?? null),
-      })),
-    )
-    .execute();
-  await notifyRunChanged(
-    db,
-    entries.map(({ run }) => run),
+  const history = db.insertInto('run_history').values(
+    entries.map(({ run, state, entry: e }) => ({
+      id: hub.newId(),
+      run_id: run.run_id,
+      type: e.type,
+      at,
+      from_phase: e.from_phase ?? null,
+      phase: e.phase ?? null,
+      state,
+      error: e.error ?? null,
+      actor: toJson(e.actor ?? null),
+      data: toJson(e.data ?? null),
+    })),
   );
-  await recordEvents(
-    db,
+  const events = newEvents(
     hub,
     entries.map(({ run, state, entry: e }) => {
       // A run's own notify_channels hear the events that need a person: its end, a loss, a review.
@@ -98,6 +92,13 @@ export async function addHistories(
       };
     }),
   );
+  // One round trip on PostgreSQL for the entries, their events and the streams' notice.
+  await writeAndNotifyRunChanged(
+    db,
+    [history, insertEvents(db, events)],
+    entries.map(({ run }) => run),
+  );
+  await enqueueEventDeliveries(db, hub, events);
 }
 
 export async function listHistory(db: Kysely<DB>, runId: string): Promise<HistoryOut[]> {
