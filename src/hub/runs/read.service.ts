@@ -6,7 +6,7 @@ import { AppError, conflict, forbidden, notFound } from '../../shared/errors.js'
 import { requireRealm } from '../access/access.service.js';
 import type { Actor, DaemonActor, UserActor } from '../access/actor.js';
 import type { Hub } from '../context.js';
-import { daemonOnline } from '../daemons/daemons.repo.js';
+import { daemonReachable } from '../daemons/await-command.js';
 import { decodeCursor, pageOf } from '../http/paging.js';
 import { listHistory } from './history.repo.js';
 import { logLinesAfter } from './logs.repo.js';
@@ -76,7 +76,8 @@ export async function managedRun(
 }
 
 export async function showRun(hub: Hub, run: RunsTable, withHistory: boolean): Promise<Run> {
-  const out: Run = runOut(run, await daemonOnline(hub.db, run.daemon_id), hub.now());
+  const online = run.daemon_id !== null && (await daemonReachable(hub, run.daemon_id));
+  const out: Run = runOut(run, online, hub.now());
   if (withHistory) out.history = await listHistory(hub.db, run.run_id);
   return out;
 }
@@ -112,7 +113,7 @@ export async function listRuns(hub: Hub, actor: Actor | null, input: RunListFilt
   const data = [];
   for (const r of page.data) {
     if (r.daemon_id && !online.has(r.daemon_id))
-      online.set(r.daemon_id, await daemonOnline(hub.db, r.daemon_id));
+      online.set(r.daemon_id, await daemonReachable(hub, r.daemon_id));
     const out = runOut(r, r.daemon_id ? online.get(r.daemon_id)! : false, now);
     if (queue) out.queue_position = offset + data.length + 1;
     data.push(out);
