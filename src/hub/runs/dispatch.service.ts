@@ -236,8 +236,9 @@ export async function claimRun(
   const itemId = input.queue_item_id;
   const leaseMs = await leaseMsOf(hub);
   const won = await inTx(hub, async (tx) => {
-    if (!(await claimQueueItem(tx.db, itemId, actor.daemon, hub.now()))) return false;
-    await handOver(tx, itemId, actor.daemon.id, leaseMs);
+    const claimed = await claimQueueItem(tx.db, itemId, actor.daemon, hub.now());
+    if (!claimed) return false;
+    await handOverRun(tx, claimed.run, itemId, actor.daemon.id, leaseMs);
     return true;
   });
   if (!won) {
@@ -260,7 +261,17 @@ export async function claimRun(
  * hand-over did not happen (an older hub version took the two steps in separate transactions).
  */
 export async function handOver(tx: Tx, itemId: string, daemonId: string, leaseMs: number): Promise<boolean> {
-  const run = await runOfQueueItem(tx.db, itemId);
+  return handOverRun(tx, await runOfQueueItem(tx.db, itemId), itemId, daemonId, leaseMs);
+}
+
+/** `handOver` of the item's run, already read. */
+async function handOverRun(
+  tx: Tx,
+  run: RunsTable | undefined,
+  itemId: string,
+  daemonId: string,
+  leaseMs: number,
+): Promise<boolean> {
   if (run?.state !== 'offered') return false;
   return assign(tx, run, daemonId, { leaseMs, historyType: 'run.claimed', queueItemId: itemId });
 }

@@ -1,5 +1,7 @@
-import type { Kysely } from 'kysely';
-import { type DB, updateOne } from '../../db/index.js';
+import type { Kysely, QueryCreator } from 'kysely';
+import { type DB, isPostgres, updateOne } from '../../db/index.js';
+import type { RunsTable } from '../../db/schema.js';
+import { runOfQueueItem } from './runs.repo.js';
 
 /**
  * The work queue of offered runs (SQL): an item is offered to the eligible daemons of a realm
@@ -28,21 +30,37 @@ export async function insertQueueItem(
     .execute();
 }
 
-/** The daemon wins the item if it is still offered in its realm. */
-export function claimQueueItem(
+/**
+ * The daemon wins the item if it is still offered in its realm. A win answers the item's run as it is
+ * now (none if it has gone), read in the same statement on PostgreSQL; a loss answers null.
+ */
+export async function claimQueueItem(
   db: Kysely<DB>,
   itemId: string,
   daemon: { id: string; realm_id: string },
   now: number,
-) {
-  return updateOne(
-    db
+): Promise<{ run: RunsTable | undefined } | null> {
+  const claim = (q: QueryCreator<DB>) =>
+    q
       .updateTable('queue_items')
       .set({ status: 'claimed', claimed_by: daemon.id, claimed_at: now })
       .where('id', '=', itemId)
       .where('realm_id', '=', daemon.realm_id)
-      .where('status', '=', 'offered'),
-  );
+      .where('status', '=', 'offered');
+  if (!isPostgres(db)) {
+    if (!(await updateOne(claim(db)))) return null;
+    return { run: await runOfQueueItem(db, itemId) };
+  }
+  const won = await db
+    .with('c', (q) => claim(q).returning('id'))
+    .selectFrom('c')
+    .leftJoin('runs as r', 'r.queue_item_id', 'c.id')
+    .selectAll('r')
+    .select('c.id as claimed_item')
+    .executeTakeFirst();
+  if (!won) return null;
+  const { claimed_item: _, ...run } = won;
+  return { run: run.run_id === null ? undefined : (run as RunsTable) };
 }
 
 export function loadQueueItem(db: Kysely<DB>, itemId: string) {
