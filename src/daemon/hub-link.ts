@@ -34,7 +34,7 @@ export interface HubLinkOptions {
   random?: () => number;
   /** Interval of the daemon's own pings; a hub that misses one is dropped (default 15 s). */
   heartbeatMs?: number;
-  /** Commands run at once; the rest wait their turn (default 8). */
+  /** Commands run at once, per lane (offers, and the rest); the others wait their turn (default 8). */
   maxConcurrentCommands?: number;
 }
 
@@ -86,9 +86,8 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
   >();
   private nextCall = 0;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Commands waiting for a free slot (see maxConcurrentCommands). */
-  private readonly queue: { ws: WebSocket; frame: CommandFrame }[] = [];
-  private running = 0;
+  /** Per lane, the commands waiting for a free slot and how many run (see `pump`). */
+  private readonly lanes = { offers: new CommandLane(), other: new CommandLane() };
   private readonly backoff: BackoffOptions;
   private readonly factory: WebSocketFactory;
 
@@ -143,7 +142,7 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
   /** Closes the tunnel cleanly, stops reconnecting and waits for commands being run. */
   async close(): Promise<void> {
     this.stopping = true;
-    this.queue.length = 0;
+    for (const lane of Object.values(this.lanes)) lane.queue.length = 0;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.stopHeartbeat();
@@ -265,8 +264,9 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
     } else if (frame.type === 'reply') {
       this.answered(ws, frame);
     } else {
-      this.queue.push({ ws, frame });
-      this.pump();
+      const lane = frame.path === 'offer_job' ? this.lanes.offers : this.lanes.other;
+      lane.queue.push({ ws, frame });
+      this.pump(lane);
     }
   }
 
@@ -277,20 +277,22 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
 
   /**
    * Commands run concurrently (a claim waits on the hub), a bounded number at a time so a burst of
-   * offers does not pile up hundreds of claims and queries at once. Each is acked when done.
+   * offers does not pile up hundreds of claims and queries at once. Offers have a lane of their own:
+   * the `runs/execute` of a run already won never waits behind claims of others. Each is acked when
+   * done.
    */
-  private pump(): void {
+  private pump(lane: CommandLane): void {
     const max = this.opts.maxConcurrentCommands ?? 8;
-    if (this.stopping) this.queue.length = 0;
-    while (this.running < max && this.queue.length > 0) {
-      const { ws, frame } = this.queue.shift()!;
+    if (this.stopping) lane.queue.length = 0;
+    while (lane.running < max && lane.queue.length > 0) {
+      const { ws, frame } = lane.queue.shift()!;
       // Its connection is gone: the hub sends it again on the next one.
       if (ws.readyState !== WebSocket.OPEN) continue;
-      this.running++;
+      lane.running++;
       const p = this.runCommand(ws, frame).finally(() => {
-        this.running--;
+        lane.running--;
         this.inFlight.delete(p);
-        this.pump();
+        this.pump(lane);
       });
       this.inFlight.add(p);
     }
@@ -343,4 +345,10 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = null;
   }
+}
+
+/** Commands of one kind waiting for a slot, and how many of them run. */
+class CommandLane {
+  readonly queue: { ws: WebSocket; frame: CommandFrame }[] = [];
+  running = 0;
 }

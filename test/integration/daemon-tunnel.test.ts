@@ -9,6 +9,7 @@ import { sendCommand } from '../../src/hub/daemons/commands.js';
 import type { CommandResult } from '../../src/hub/ports.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { offerItem } from '../helpers/offers.js';
+import { until } from '../helpers/until.js';
 import { buildWorld, type World } from '../helpers/world.js';
 import { daemonHome, freePort, refusingUrl, startTestDaemon, whenConnected } from './daemon-harness.js';
 
@@ -41,9 +42,23 @@ describe('daemon ↔ hub tunnel', () => {
       return { n: input.n };
     },
   });
+  // Offers that wait for the test before they claim (offersHeld), or go on as the daemon's own do.
+  let offersHeld: Promise<void> | null = null;
+  let offersWaiting = 0;
+  const realOffer = daemonRoutes.find((r) => r.path === 'offer_job')!;
+  const heldOffer = route({
+    ...realOffer,
+    async handler(ctx, input) {
+      if (offersHeld) {
+        offersWaiting++;
+        await offersHeld;
+      }
+      return realOffer.handler(ctx, input);
+    },
+  });
   const start = async (urls?: string[]) =>
     startTestDaemon(home.dir, {
-      routes: [...daemonRoutes, gated],
+      routes: [...daemonRoutes.filter((r) => r !== realOffer), heldOffer, gated],
       access: { [gated.path]: { who: 'read' } },
       config: { hubUrls: urls ?? [h.url], realmToken: w.tokens.realm_token! },
     });
@@ -119,6 +134,42 @@ describe('daemon ↔ hub tunnel', () => {
     assert.equal(event.tx_id, txId);
     assert.equal(event.replayed, true);
     assert.deepEqual(comments(await d.dispatch('hug/poll_verdict', { review_id: 'rv2' })), ['c2']);
+  });
+
+  it('runs other commands while every offer slot waits on its claim', async () => {
+    const hub = h.running.hub;
+    let release!: () => void;
+    offersHeld = new Promise<void>((r) => (release = r));
+    offersWaiting = 0;
+    try {
+      // More offers than the daemon runs at once (8): all of its offer slots wait, and some offers queue.
+      const offers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          sendCommand(hub, w.daemonId, 'offer_job', {
+            queue_item_id: `held-${i}`,
+            daemon_id: w.daemonId,
+            kind: 'run',
+            payload: {},
+          }),
+        ),
+      );
+      await until('every offer slot is taken', async () => offersWaiting === 8);
+      // A command of another kind is run and acked meanwhile, not queued behind them.
+      const txId = await sendCommand(hub, w.daemonId, 'hug/deliver', {
+        review_id: 'rv-lane',
+        message: message(9),
+      });
+      assert.equal((await hub.tunnel.waitForAck(txId)).status, 'ok');
+      assert.equal(offersWaiting, 8);
+      release();
+      // The held offers then claim (items the hub does not know: refused) and are all acked.
+      const acks = await Promise.all(offers.map((tx) => hub.tunnel.waitForAck(tx)));
+      assert.equal(acks.length, 10);
+      assert.equal(offersWaiting, 10);
+    } finally {
+      offersHeld = null;
+      release();
+    }
   });
 
   it('gets commands sent while it was down once it is back, and their first replies after a hub restart', async () => {
