@@ -72,8 +72,11 @@ export class ArtifactUploader {
   phaseFolder(runId: string, phase: string): string {
     const safe = (s: string) => s.replace(/[^A-Za-z0-9._-]/g, '_');
     const dir = path.join(this.opts.home, 'artifacts', 'runs', safe(runId), safe(phase));
-    rmSync(dir, { recursive: true, force: true });
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    // Made afresh: one left by an earlier attempt of the phase is emptied first.
+    if (mkdirSync(dir, { recursive: true, mode: 0o700 }) === undefined) {
+      rmSync(dir, { recursive: true, force: true });
+      mkdirSync(dir, { mode: 0o700 });
+    }
     return dir;
   }
 

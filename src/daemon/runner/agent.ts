@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn as nodeSpawn } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { jsonTextTooDeep } from '../../shared/json-depth.js';
@@ -70,7 +70,7 @@ const INHERITED = new Set([
 const SVC_SECRET = /svc_(dt|tok|lt|inv)_/;
 
 /** The base environment of an agent, taken from the daemon's (see INHERITED). */
-export function baseEnvironment(parent: NodeJS.ProcessEnv): Record<string, string> {
+function baseEnvironment(parent: NodeJS.ProcessEnv): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(parent)) {
     if (v === undefined || SVC_SECRET.test(v)) continue;
@@ -79,13 +79,28 @@ export function baseEnvironment(parent: NodeJS.ProcessEnv): Record<string, strin
   return env;
 }
 
+/**
+ * The daemon's part of every agent's environment, read once: listing `process.env` copies the whole
+ * environment of the process each time, and the daemon's own does not change while it runs.
+ */
+let inherited: Record<string, string> | null = null;
+
 /** An agent's environment: the base, then the manifest's `env`, then the daemon's SVC_* values. */
-export function agentEnvironment(
-  parent: NodeJS.ProcessEnv,
+function agentEnvironment(
   manifestEnv: Record<string, string>,
   svc: Record<string, string>,
 ): Record<string, string> {
-  return { ...baseEnvironment(parent), ...manifestEnv, ...svc };
+  inherited ??= baseEnvironment(process.env);
+  return { ...inherited, ...manifestEnv, ...svc };
+}
+
+/** Removes a file if it is there (one system call; `rmSync` checks first). */
+function removeFile(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
 }
 
 function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
@@ -101,17 +116,15 @@ function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
 
 export function startAgent(spec: AgentSpec): AgentRun {
   const { manifest } = spec;
-  mkdirSync(spec.cwd, { recursive: true });
-  mkdirSync(path.dirname(spec.outputFile), { recursive: true });
-  rmSync(spec.outputFile, { force: true });
+  // The outputs folder is usually inside the run's own folder (cwd): one call makes both.
+  const outputs = path.dirname(spec.outputFile);
+  if (!outputs.startsWith(`${spec.cwd}${path.sep}`)) mkdirSync(spec.cwd, { recursive: true });
+  mkdirSync(outputs, { recursive: true });
+  removeFile(spec.outputFile);
   const [cmd, ...args] = manifest.command;
   const child = (spec.spawn ?? nodeSpawn)(cmd!, args, {
     cwd: spec.cwd,
-    env: agentEnvironment(
-      process.env,
-      { ...manifest.env, ...spec.secrets },
-      { ...spec.env, SVC_OUTPUT: spec.outputFile },
-    ),
+    env: agentEnvironment({ ...manifest.env, ...spec.secrets }, { ...spec.env, SVC_OUTPUT: spec.outputFile }),
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
