@@ -46,16 +46,6 @@ function channelExpr(base: string): string {
 }
 
 /**
- * Wakes the process holding the daemon's connection (PostgreSQL; nothing on SQLite). Call it in the
- * transaction that writes the command: the notification leaves at commit.
- */
-// biome-ignore lint/suspicious/noExplicitAny: works for any schema
-export async function notifyOutbox(db: Kysely<any>, daemonId: string): Promise<void> {
-  if (!isPostgres(db)) return;
-  await sql`select pg_notify(${sql.raw(channelExpr(OUTBOX_CHANNEL))}, ${daemonId})`.execute(db);
-}
-
-/**
  * Tells the event streams of these runs and their realms, on every hub process, that their history
  * or logs changed. Call it in the transaction of the change. On PostgreSQL the notifications leave
  * at commit. On SQLite (one process) they are emitted at once: a stream's read waits for the single
@@ -66,36 +56,95 @@ export async function notifyRunChanged(
   db: Kysely<any>,
   runs: readonly { realm_id: string; run_id: string }[],
 ): Promise<void> {
-  await writeAndNotifyRunChanged(db, [], runs);
+  await writeThenNotify(db, [], runNotices(runs));
 }
 
-/** A write built but not yet run (an insert, an update…). */
-type Write = OperationNodeSource & { execute(): Promise<unknown> };
-
-/**
- * Runs `writes`, then `notifyRunChanged` for `runs`. On PostgreSQL that is one statement, one round
- * trip instead of one per write plus the notice: the writes become data-modifying CTEs, which
- * PostgreSQL always runs, and the notice its query.
- */
+/** `writes`, then `notifyRunChanged` for `runs` (see `writeThenNotify`). */
 export async function writeAndNotifyRunChanged(
   // biome-ignore lint/suspicious/noExplicitAny: works for any schema
   db: Kysely<any>,
   writes: readonly Write[],
   runs: readonly { realm_id: string; run_id: string }[],
 ): Promise<void> {
-  const payloads = [...new Set(runs.map((r) => `${r.realm_id} ${r.run_id}`))];
+  await writeThenNotify(db, writes, runNotices(runs));
+}
+
+/** A write built but not yet run (an insert…), that nothing in its transaction reads back. */
+export type Write = OperationNodeSource & { execute(): Promise<unknown> };
+
+/** A notification on one of the bus's channels (its base name: OUTBOX_CHANNEL or RUNS_CHANNEL). */
+interface Notice {
+  channel: string;
+  payload: string;
+}
+
+const runNotices = (runs: readonly { realm_id: string; run_id: string }[]): Notice[] =>
+  [...new Set(runs.map((r) => `${r.realm_id} ${r.run_id}`))].map((payload) => ({
+    channel: RUNS_CHANNEL,
+    payload,
+  }));
+
+/** Writes and notices kept until the end of their transaction (PostgreSQL), by transaction. */
+const kept = new WeakMap<object, { writes: Write[]; notices: Notice[] }>();
+
+/**
+ * From now on, `writeThenNotify` in this transaction keeps its writes and notices until
+ * `flushWrites`, which the transaction calls before it commits (src/hub/daemons/commands.ts, `inTx`).
+ * PostgreSQL only: there they all go in one statement, one round trip instead of one each. On
+ * SQLite, where a statement costs no round trip, nothing is kept.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: works for any schema
+export function keepWrites(trx: Kysely<any>): void {
+  if (isPostgres(trx)) kept.set(trx, { writes: [], notices: [] });
+}
+
+/** Sends what `keepWrites` kept in this transaction. */
+// biome-ignore lint/suspicious/noExplicitAny: works for any schema
+export async function flushWrites(trx: Kysely<any>): Promise<void> {
+  const k = kept.get(trx);
+  if (!k) return;
+  kept.delete(trx);
+  await send(trx, k.writes, k.notices);
+}
+
+/**
+ * Runs `writes`, then sends `notices`; in a transaction that keeps its writes (`keepWrites`), at its
+ * end. On PostgreSQL that is one statement: the writes become data-modifying CTEs, which PostgreSQL
+ * always runs, and the notices its query (they leave at commit). On SQLite the writes run one by one
+ * and the notices of runs are emitted in this process (`runFeed`).
+ */
+export async function writeThenNotify(
+  // biome-ignore lint/suspicious/noExplicitAny: works for any schema
+  db: Kysely<any>,
+  writes: readonly Write[],
+  notices: readonly Notice[],
+): Promise<void> {
+  const k = kept.get(db);
+  if (!k) return send(db, writes, notices);
+  k.writes.push(...writes);
+  k.notices.push(...notices);
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: works for any schema
+async function send(db: Kysely<any>, writes: readonly Write[], notices: readonly Notice[]): Promise<void> {
   if (!isPostgres(db)) {
     for (const w of writes) await w.execute();
-    for (const p of payloads) {
-      const [realmId, runId] = p.split(' ') as [string, string];
+    for (const n of notices) {
+      if (n.channel !== RUNS_CHANNEL) continue;
+      const [realmId, runId] = n.payload.split(' ') as [string, string];
       runFeed.emit('change', realmId, runId);
     }
     return;
   }
-  if (writes.length === 0 && payloads.length === 0) return;
+  if (writes.length === 0 && notices.length === 0) return;
   const ctes = writes.map((w, i) => sql`${sql.id(`w${i}`)} as (${w})`);
-  const notice = sql`select pg_notify(${sql.raw(channelExpr(RUNS_CHANNEL))}, p) from unnest(${payloads}::text[]) as p`;
-  await (ctes.length ? sql`with ${sql.join(ctes)} ${notice}` : notice).execute(db);
+  const channels = notices.map((n) => n.channel);
+  const payloads = notices.map((n) => n.payload);
+  // The channel's name for the connection's schema, as channelExpr, of each notice's base name.
+  const query = notices.length
+    ? sql`select pg_notify(left(case when coalesce(current_schema(), 'public') = 'public' then n.c else n.c || '.' || current_schema() end, 63), n.p) from unnest(${channels}::text[], ${payloads}::text[]) as n(c, p)`
+    : sql`select 1`;
+  await (ctes.length ? sql`with ${sql.join(ctes)} ${query}` : query).execute(db);
 }
 
 /** The bus of a single hub process (SQLite): everything is already in this process. */

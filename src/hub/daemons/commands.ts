@@ -1,3 +1,4 @@
+import { flushWrites, keepWrites } from '../cluster/bus.js';
 import type { Hub, Tx } from '../context.js';
 import type { NewCommand } from '../ports.js';
 import { enqueueCommand } from './outbox.repo.js';
@@ -13,8 +14,10 @@ export async function inTx<T>(hub: Hub, fn: (tx: Tx) => Promise<T>): Promise<T> 
   const daemons = new Set<string>();
   const direct = new Map<string, NewCommand[]>();
   const after: (() => Promise<unknown>)[] = [];
-  const result = await hub.db.transaction().execute((trx) =>
-    fn({
+  const result = await hub.db.transaction().execute(async (trx) => {
+    // History entries, events and commands nothing reads back go in one statement before the commit.
+    keepWrites(trx);
+    const out = await fn({
       db: trx,
       hub,
       async command(daemonId, path, body) {
@@ -29,8 +32,10 @@ export async function inTx<T>(hub: Hub, fn: (tx: Tx) => Promise<T>): Promise<T> 
       afterCommit(step) {
         after.push(step);
       },
-    }),
-  );
+    });
+    await flushWrites(trx);
+    return out;
+  });
   for (const [d, cmds] of direct) hub.tunnel.sendNow(d, cmds);
   for (const d of daemons) hub.tunnel.wake(d);
   for (const step of after) {
