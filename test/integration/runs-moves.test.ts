@@ -72,12 +72,25 @@ describe('run state moves and fencing', () => {
       assert.equal(x.status, 409, `${ev}: ${JSON.stringify(x.body)}`);
       assert.equal(x.body.code, 'conflict');
     }
-    assert.equal((await r('started')).status, 200);
+    const started = await r('started');
+    assert.equal(started.status, 200);
+    // The reply is the run as the report left it.
+    const stored = (await h.ok('runs/get_by_id', { run_id: runId }, w.tokens.realm_member)).data;
+    assert.deepEqual(started.body.data, {
+      run_id: runId,
+      state: 'running',
+      lease_epoch: epoch,
+      lease_expires_at: stored.lease_expires_at,
+    });
     const again = await r('started');
     assert.equal(again.status, 200, 'a retried started of the same epoch is a no-op, not a conflict');
     assert.equal(again.body.data.state, 'running');
     assert.equal((await r('input.received')).status, 409);
-    assert.equal((await r('phase.started', { phase: 'only', pid: 4242 })).status, 200);
+    const step = await r('phase.started', { phase: 'only', pid: 4242 });
+    assert.equal(step.status, 200);
+    const renewed = (await h.ok('runs/get_by_id', { run_id: runId }, w.tokens.realm_member)).data;
+    assert.equal(step.body.data.lease_expires_at, renewed.lease_expires_at);
+    assert.ok(renewed.lease_expires_at >= stored.lease_expires_at);
     let run = (await h.ok('runs/get_by_id', { run_id: runId })).data;
     assert.equal(run.state, 'running');
     assert.equal(run.current_phase, 'only');

@@ -1,3 +1,4 @@
+import type { RunsTable } from '../../db/schema.js';
 import { isTerminal, type RunState } from '../../shared/api/run-states.js';
 import { conflict } from '../../shared/errors.js';
 import type { AppendLogsBody, RenewLeaseBody, RunReportBody } from '../../shared/protocol.js';
@@ -14,7 +15,6 @@ import { daemonActor, json, type PendingControl, systemActor } from './run.mappe
 import {
   clearControlRow,
   expiredLeases,
-  loadRun,
   type RunChanges,
   type RunGuard,
   renewLeaseRow,
@@ -45,16 +45,33 @@ const eventFrom: Partial<Record<RunReportBody['event'], RunState[]>> = {
   awaiting_input: ['running'],
 };
 
+/** What `runs/report` answers: the run as the report left it. */
+interface Reported {
+  run_id: string;
+  state: RunState;
+  lease_epoch: number;
+  lease_expires_at: number;
+}
+
+const reported = (run: RunsTable, state: RunState, set: RunChanges): Reported => ({
+  run_id: run.run_id,
+  state,
+  lease_epoch: run.lease_epoch,
+  lease_expires_at: set.lease_expires_at ?? run.lease_expires_at,
+});
+
 /** `runs/report`: a state move or a phase step, with its history entry. */
-export async function reportRun(hub: Hub, actor: DaemonActor, input: RunReportBody) {
+export async function reportRun(hub: Hub, actor: DaemonActor, input: RunReportBody): Promise<Reported> {
   const leaseMs = await leaseMsOf(hub);
-  await inTx(hub, async (tx) => {
+  return inTx(hub, async (tx) => {
     const run = await heldRun(tx.db, actor, input.run_id, input.lease_epoch);
     const to = moveFor[input.event];
     if (to === undefined) return phaseStep(tx, run, input, leaseMs);
     // A retried `started` (the hub committed the first one but its reply was lost, say because the
     // process died) changes nothing: this daemon holds this epoch, so the run is already its.
-    if (input.event === 'started' && (run.state === 'running' || run.state === 'awaiting_input')) return;
+    if (input.event === 'started' && (run.state === 'running' || run.state === 'awaiting_input')) {
+      return reported(run, run.state, {});
+    }
     const from = eventFrom[input.event];
     if (from && !from.includes(run.state)) {
       throw conflict(`${input.event} is not allowed while the run is ${run.state}`, { state: run.state });
@@ -91,7 +108,7 @@ export async function reportRun(hub: Hub, actor: DaemonActor, input: RunReportBo
         set,
         history: { type: 'run.ended', phase: input.phase ?? run.current_phase, error: set.error, actor: who },
       });
-      return;
+      return reported(run, to, set);
     }
     if (input.event === 'started') {
       const resumed = pc?.type === 'resume';
@@ -103,7 +120,7 @@ export async function reportRun(hub: Hub, actor: DaemonActor, input: RunReportBo
           actor: resumed ? { type: 'user', user_id: pc.requested_by } : who,
         },
       });
-      return;
+      return reported(run, to, set);
     }
     await mustTransition(tx, run, to, {
       set,
@@ -113,14 +130,8 @@ export async function reportRun(hub: Hub, actor: DaemonActor, input: RunReportBo
         actor: who,
       },
     });
+    return reported(run, to, set);
   });
-  const run = (await loadRun(hub.db, input.run_id))!;
-  return {
-    run_id: run.run_id,
-    state: run.state,
-    lease_epoch: run.lease_epoch,
-    lease_expires_at: run.lease_expires_at,
-  };
 }
 
 /** phase.started / phase.completed: a step within a running run (no state change). */
@@ -129,7 +140,7 @@ async function phaseStep(
   run: Awaited<ReturnType<typeof heldRun>>,
   input: RunReportBody,
   leaseMs: number,
-): Promise<void> {
+): Promise<Reported> {
   if (run.state !== 'running') {
     throw conflict(`${input.event} is not allowed while the run is ${run.state}`, { state: run.state });
   }
@@ -152,6 +163,7 @@ async function phaseStep(
     phase: input.phase,
     actor: daemonActor(run.daemon_id!),
   });
+  return reported(run, run.state, set);
 }
 
 /**
