@@ -95,7 +95,7 @@ async function eligibleDaemons(hub: Hub, run: RunNeeds): Promise<string[]> {
 
 /**
  * The run is now `daemonId`'s (`assigned`, a new lease epoch) and that daemon gets `runs/execute`
- * in the same transaction. False when the run moved meanwhile.
+ * in the same transaction. Answers the new lease epoch, or null when the run moved meanwhile.
  */
 async function assign(
   tx: Tx,
@@ -108,7 +108,7 @@ async function assign(
     queueItemId?: string;
     set?: { waiting_for?: null };
   },
-): Promise<boolean> {
+): Promise<number | null> {
   const now = tx.hub.now();
   const set = {
     ...how.set,
@@ -122,13 +122,13 @@ async function assign(
     guard: (q) => (how.queueItemId === undefined ? q : q.where('queue_item_id', '=', how.queueItemId)),
     history: { type: how.historyType, actor: daemonActor(daemonId) },
   });
-  if (!moved) return false;
+  if (!moved) return null;
   await tx.command(
     daemonId,
     'runs/execute',
     await executeBody(tx.db, tx.hub.cipher, { ...run, ...set }, how.leaseMs),
   );
-  return true;
+  return set.lease_epoch;
 }
 
 /** Where a queued run can go, read before the transaction that sends it there. */
@@ -193,7 +193,7 @@ export async function dispatchIn(tx: Tx, run: RunsTable, plan: DispatchPlan): Pr
       historyType: 'run.assigned',
       set: admitted,
     });
-    if (moved) tx.hub.runMetrics.observeWait(tx.hub.now() - run.created_at);
+    if (moved !== null) tx.hub.runMetrics.observeWait(tx.hub.now() - run.created_at);
     return null;
   }
   const itemId = tx.hub.newId();
@@ -237,10 +237,12 @@ export async function claimRun(
   const leaseMs = await leaseMsOf(hub);
   const won = await inTx(hub, async (tx) => {
     const claimed = await claimQueueItem(tx.db, itemId, actor.daemon, hub.now());
-    if (!claimed) return false;
-    await handOverRun(tx, claimed.run, itemId, actor.daemon.id, leaseMs);
-    return true;
+    if (!claimed) return null;
+    const epoch = await handOverRun(tx, claimed.run, itemId, actor.daemon.id, leaseMs);
+    return { run: epoch === null ? null : { run_id: claimed.run!.run_id, lease_epoch: epoch } };
   });
+  // Won here: the run is this daemon's at the epoch the claim gave it.
+  if (won?.run) return { claimed: true, queue_item_id: itemId, run: won.run };
   if (!won) {
     // Lost, unknown, another realm's, or already ours: only now read the item to say which.
     const item = await loadQueueItem(hub.db, itemId);
@@ -261,18 +263,18 @@ export async function claimRun(
  * hand-over did not happen (an older hub version took the two steps in separate transactions).
  */
 export async function handOver(tx: Tx, itemId: string, daemonId: string, leaseMs: number): Promise<boolean> {
-  return handOverRun(tx, await runOfQueueItem(tx.db, itemId), itemId, daemonId, leaseMs);
+  return (await handOverRun(tx, await runOfQueueItem(tx.db, itemId), itemId, daemonId, leaseMs)) !== null;
 }
 
-/** `handOver` of the item's run, already read. */
+/** `handOver` of the item's run, already read: answers the run's new lease epoch, or null. */
 async function handOverRun(
   tx: Tx,
   run: RunsTable | undefined,
   itemId: string,
   daemonId: string,
   leaseMs: number,
-): Promise<boolean> {
-  if (run?.state !== 'offered') return false;
+): Promise<number | null> {
+  if (run?.state !== 'offered') return null;
   return assign(tx, run, daemonId, { leaseMs, historyType: 'run.claimed', queueItemId: itemId });
 }
 
