@@ -75,5 +75,26 @@ describe('hub HTTP basics', () => {
     const missing = await h.call('nope/nothing', {});
     assert.equal(missing.status, 404);
     assert.equal(missing.body.error.code, 'not_found');
+    assert.equal(missing.body.error.message, 'no operation at POST /v1/nope/nothing');
+    // Refused before its body is read, as a missing route: not a complaint about the body.
+    const res = await fetch(`${h.url}/v1/runs/nothing?x=1`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{not json',
+    });
+    assert.equal(res.status, 404);
+    assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'not_found');
+    // An operation by another method, or with a trailing slash, is not one.
+    assert.equal((await fetch(`${h.url}/v1/tokens/create`)).status, 404);
+    assert.equal((await h.call('tokens/create/', { name: 'x' })).status, 404);
+  });
+
+  it('counts requests per operation in /metrics, unknown ones as one route', async () => {
+    await h.call('tokens/create', { name: 5 });
+    await h.call('nope/counted', {});
+    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    assert.match(metrics, /svc_hub_requests_total\{route="\/v1\/tokens\/create",status="400"\} \d+/);
+    assert.match(metrics, /svc_hub_requests_total\{route="unknown",status="404"\} \d+/);
+    assert.doesNotMatch(metrics, /route="\/v1\/\*"/);
   });
 });
