@@ -21,7 +21,15 @@ import * as esbuild from 'esbuild';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SRC = path.join(ROOT, 'src');
 const OUT = path.join(ROOT, 'dist');
-const EXTERNAL = ['better-sqlite3', 'pg-native', 'bufferutil', 'utf-8-validate', 'esbuild'];
+const EXTERNAL = [
+  'better-sqlite3',
+  'pg-native',
+  'bufferutil',
+  'utf-8-validate',
+  'esbuild',
+  '@fastify/ajv-compiler',
+  '@fastify/fast-json-stringify-compiler',
+];
 const PLACEHOLDER = /"__svc_module_url__:([^"]+)"/g;
 
 /** Each source module's `import.meta.url`, as a placeholder naming its unbundled path under dist/. */

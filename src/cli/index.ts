@@ -9,7 +9,10 @@ const ctx: CliContext = {
   env: process.env,
   stdout: process.stdout,
   stderr: process.stderr,
-  stdin: process.stdin,
+  // Made when first read: opening stdin costs a few milliseconds that `svc hub` does not need.
+  get stdin() {
+    return process.stdin;
+  },
   fetch: globalThis.fetch,
   waitForShutdown() {
     shutdown ??= new Promise((resolve) => {
