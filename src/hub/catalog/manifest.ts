@@ -3,11 +3,18 @@
  * validation. Pure functions; every failure is an AppError('bad_request') whose message says what
  * and where, with `details.issues` for schema problems.
  */
-import { parseAllDocuments } from 'yaml';
+import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { AppError, type FieldIssue } from '../../shared/errors.js';
 import { tooDeepMessage, valueTooDeep } from '../../shared/json-depth.js';
 import { SECRET_NAME, SECRET_NAME_RULE } from '../../shared/secret-key.js';
+
+/**
+ * The YAML parser, loaded at the first YAML document rather than with the hub: starting the hub
+ * (a restart above all) does not need it, and it is a large package.
+ */
+let yaml: typeof import('yaml') | null = null;
+const yamlParser = () => (yaml ??= createRequire(import.meta.url)('yaml') as typeof import('yaml'));
 
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const MAX_ALIASES = 100;
@@ -29,7 +36,7 @@ export function parseDocument(input: unknown, what: string): Record<string, unkn
         throw bad(`${what} is not valid JSON: ${(e as Error).message}`);
       }
     } else {
-      const docs = parseAllDocuments(text);
+      const docs = yamlParser().parseAllDocuments(text);
       if (!Array.isArray(docs)) throw bad(`${what} is empty`);
       if (docs.length !== 1) throw bad(`${what} holds ${docs.length} YAML documents; send exactly one`);
       const doc = docs[0]!;
