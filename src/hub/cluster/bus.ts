@@ -123,7 +123,16 @@ export async function writeThenNotify(
   if (!k) return send(db, writes, notices);
   k.writes.push(...writes);
   k.notices.push(...notices);
+  // A transaction that writes a great deal (a sweep over hundreds of runs) sends what it kept in
+  // statements of a bounded size, well under PostgreSQL's limit of parameters per statement.
+  if (k.writes.length >= MAX_KEPT_WRITES) await send(db, k.writes.splice(0), k.notices.splice(0));
 }
+
+/**
+ * Kept writes sent together at most: each has from a few parameters to a thousand (a group of 100 new
+ * runs), and PostgreSQL takes at most 65,535 per statement.
+ */
+const MAX_KEPT_WRITES = 16;
 
 // biome-ignore lint/suspicious/noExplicitAny: works for any schema
 async function send(db: Kysely<any>, writes: readonly Write[], notices: readonly Notice[]): Promise<void> {
