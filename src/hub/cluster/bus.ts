@@ -40,10 +40,14 @@ export const RUNS_CHANNEL = 'svc_runs';
 export const runFeed = new EventEmitter<{ change: [realmId: string, runId: string] }>();
 runFeed.setMaxListeners(0);
 
-/** The channel's name for the connection's schema (SQL, evaluated by PostgreSQL). */
-function channelExpr(base: string): string {
-  return `left(case when coalesce(current_schema(), 'public') = 'public' then '${base}' else '${base}.' || current_schema() end, 63)`;
+/**
+ * The channel's name for the connection's schema (SQL, evaluated by PostgreSQL), of a base name given
+ * as SQL: a quoted literal, or a column of the query.
+ */
+function channelOf(base: string): string {
+  return `left(case when coalesce(current_schema(), 'public') = 'public' then ${base} else ${base} || '.' || current_schema() end, 63)`;
 }
+const channelExpr = (base: string) => channelOf(`'${base}'`);
 
 /**
  * Tells the event streams of these runs and their realms, on every hub process, that their history
@@ -149,9 +153,8 @@ async function send(db: Kysely<any>, writes: readonly Write[], notices: readonly
   const ctes = writes.map((w, i) => sql`${sql.id(`w${i}`)} as (${w})`);
   const channels = notices.map((n) => n.channel);
   const payloads = notices.map((n) => n.payload);
-  // The channel's name for the connection's schema, as channelExpr, of each notice's base name.
   const query = notices.length
-    ? sql`select pg_notify(left(case when coalesce(current_schema(), 'public') = 'public' then n.c else n.c || '.' || current_schema() end, 63), n.p) from unnest(${channels}::text[], ${payloads}::text[]) as n(c, p)`
+    ? sql`select pg_notify(${sql.raw(channelOf('n.c'))}, n.p) from unnest(${channels}::text[], ${payloads}::text[]) as n(c, p)`
     : sql`select 1`;
   await (ctes.length ? sql`with ${sql.join(ctes)} ${query}` : query).execute(db);
 }

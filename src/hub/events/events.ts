@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
+import { writeThenNotify } from '../cluster/bus.js';
 import { type EventContext, enqueueEventDeliveries, type RecordedEvent } from '../notifications/outbox.js';
 
 export interface HubEvent {
@@ -32,16 +33,8 @@ export async function recordEvents(
   if (events.length === 0) return;
   // The events and their deliveries are written together even when the caller has no transaction.
   if (!db.isTransaction) return db.transaction().execute((trx) => recordEvents(trx, ids, events));
-  const rows = newEvents(ids, events);
-  await insertEvents(db, rows).execute();
-  // The event bus: matching notification rules become outbox rows in this same transaction.
-  await enqueueEventDeliveries(db, ids, rows);
-}
-
-/** The rows of new events (ids and time given now). */
-export function newEvents(ids: EventContext, events: readonly HubEvent[]): RecordedEvent[] {
   const createdAt = ids.now();
-  return events.map((e) => ({
+  const rows: RecordedEvent[] = events.map((e) => ({
     id: ids.newId(),
     type: e.type,
     org_id: e.org_id ?? null,
@@ -50,14 +43,12 @@ export function newEvents(ids: EventContext, events: readonly HubEvent[]): Recor
     payload: e.payload ?? {},
     created_at: createdAt,
   }));
-}
-
-/**
- * The statement that writes them, not yet run: a caller may send it with others in one round trip
- * (src/hub/runs/history.repo.ts); it then calls `enqueueEventDeliveries` itself.
- */
-export function insertEvents(db: Kysely<DB>, rows: readonly RecordedEvent[]) {
-  return db
+  // Nothing reads them back in the transaction: on PostgreSQL, inTx sends them with its other kept
+  // writes, in one statement before the commit (src/hub/cluster/bus.ts).
+  const insert = db
     .insertInto('events')
     .values(rows.map((row) => ({ ...row, payload: JSON.stringify(row.payload) })));
+  await writeThenNotify(db, [insert], []);
+  // The event bus: matching notification rules become outbox rows in this same transaction.
+  await enqueueEventDeliveries(db, ids, rows);
 }

@@ -4,8 +4,8 @@ import type { RunHistoryTable, RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
 import type { Actor, HistoryEntry as HistoryOut } from '../../shared/api/runs.js';
 import { writeAndNotifyRunChanged } from '../cluster/bus.js';
-import { insertEvents, newEvents } from '../events/events.js';
-import { type EventContext, enqueueEventDeliveries } from '../notifications/outbox.js';
+import { recordEvents } from '../events/events.js';
+import type { EventContext } from '../notifications/outbox.js';
 import { json, toJson } from './run.mapper.js';
 
 /** A run's history (SQL): every entry also becomes an event in the same transaction. */
@@ -43,7 +43,7 @@ export async function addHistory(
   await addHistories(db, hub, [{ run, state, entry: e }]);
 }
 
-/** Several entries at once (of new runs written together): one statement on PostgreSQL, one per table on SQLite. */
+/** Several entries at once (of new runs written together): one statement per table at most. */
 export async function addHistories(
   db: Kysely<DB>,
   hub: EventContext,
@@ -67,7 +67,15 @@ export async function addHistories(
       data: toJson(e.data ?? null),
     })),
   );
-  const events = newEvents(
+  // With their streams' notice in one statement; in a transaction that keeps its writes (inTx), the
+  // events go in that same statement too (src/hub/cluster/bus.ts).
+  await writeAndNotifyRunChanged(
+    db,
+    [history],
+    entries.map(({ run }) => run),
+  );
+  await recordEvents(
+    db,
     hub,
     entries.map(({ run, state, entry: e }) => {
       // A run's own notify_channels hear the events that need a person: its end, a loss, a review.
@@ -92,13 +100,6 @@ export async function addHistories(
       };
     }),
   );
-  // One round trip on PostgreSQL for the entries, their events and the streams' notice.
-  await writeAndNotifyRunChanged(
-    db,
-    [history, insertEvents(db, events)],
-    entries.map(({ run }) => run),
-  );
-  await enqueueEventDeliveries(db, hub, events);
 }
 
 export async function listHistory(db: Kysely<DB>, runId: string): Promise<HistoryOut[]> {
