@@ -10,7 +10,7 @@ import {
   tunnelUrl,
 } from '../../../test/helpers/tunnel-client.js';
 import { buildWorld, createOrgWithOwner, type World } from '../../../test/helpers/world.js';
-import { CommandFrame, HelloFrame } from '../../shared/protocol.js';
+import { CommandFrame, HelloFrame, SERVICE_RESTART } from '../../shared/protocol.js';
 import { mintToken } from '../../shared/tokens.js';
 import { aclChanged } from './acl.js';
 import { sendCommand } from './commands.js';
@@ -396,7 +396,7 @@ describe('daemon tunnel', () => {
     assert.equal((await c1.next('command')).tx_id, tx);
     const closed = once(c1.ws, 'close');
     await h.restart();
-    assert.equal((await closed)[0], 1001);
+    assert.equal((await closed)[0], SERVICE_RESTART, 'a stopping hub says it is restarting');
     const off = await h.ok('daemons/get', { id: w.daemonId });
     assert.equal(off.data.status, 'offline');
 

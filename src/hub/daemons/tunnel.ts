@@ -16,6 +16,7 @@ import {
   pushRealmAcl,
   sendNow,
   type TunnelDeps,
+  TunnelSocket,
   type TunnelState,
 } from './connection.js';
 import { loadDispatchKeys } from './dispatch.js';
@@ -196,9 +197,9 @@ export async function createTunnel(
       const at = deps.now();
       openConnection(state, {
         id: deps.newId(),
-        ws,
+        ws: ws as TunnelSocket,
         daemonId: auth.daemon.id,
-        realmId: auth.daemon.realm_id,
+        realmId: auth.realmId,
         orgId: auth.orgId,
         authorization: req.headers.authorization ?? '',
         ip: req.socket.remoteAddress ?? '',
@@ -282,7 +283,7 @@ export async function createTunnel(
     },
     attach(app, calls) {
       state.calls = calls;
-      wss = new WebSocketServer({ noServer: true, maxPayload: BODY_LIMIT });
+      wss = new WebSocketServer({ noServer: true, maxPayload: BODY_LIMIT, WebSocket: TunnelSocket });
       // A plain GET (no Upgrade header) reaches Fastify: answer it in the hub's error shapes.
       app.get(CONNECT_PATH, async (req, reply) => {
         const auth = await authenticateUpgrade(deps, req.headers.authorization);
@@ -317,7 +318,8 @@ export async function createTunnel(
                   clearTimeout(timer);
                   resolve();
                 });
-                c.ws.close(1001, 'hub shutting down');
+                // 1012: daemons come back within seconds of the restart (their backoff's short ceiling).
+                c.ws.close(SERVICE_RESTART, 'hub stopping');
               }),
           ),
         );
