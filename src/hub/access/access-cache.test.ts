@@ -61,6 +61,31 @@ describe('access cache', () => {
     assert.equal(cache.realmRole('u', 'r'), undefined);
   });
 
+  it('sweeps expired entries after the last put, without waiting for another', () => {
+    let now = 1_000;
+    const timers: (() => void)[] = [];
+    const cache = createAccessCache(
+      1_000,
+      () => now,
+      (fn) => timers.push(fn),
+    );
+    const actor = { kind: 'daemon', daemon: { id: 'd' } } as unknown as Actor;
+    for (let i = 0; i < 50; i++) cache.putToken(`daemon-${i}`, actor);
+    assert.equal(timers.length, 1, 'one timer for many puts');
+    now += 500;
+    cache.putToken('later', actor);
+    timers.shift()!();
+    assert.equal(cache.size(), 51, 'nothing had expired yet');
+    assert.equal(timers.length, 1, 'swept again while entries are left');
+    now += 500;
+    timers.shift()!();
+    assert.equal(cache.size(), 1, 'the first fifty expired');
+    now += 500;
+    timers.shift()!();
+    assert.equal(cache.size(), 0);
+    assert.equal(timers.length, 0, 'no timer once the cache is empty');
+  });
+
   it('is cleared by writes that can change an answer, and only by those', () => {
     const db = h.running.hub.db;
     const cases: [boolean, { toOperationNode(): unknown }][] = [

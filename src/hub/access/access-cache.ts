@@ -35,10 +35,15 @@ export interface AccessCache {
 export const ACCESS_CACHE_MS = 1_000;
 /**
  * Entries per map; a full map starts again empty (a bound on memory, not an LRU). Expired entries
- * are also swept, at most once per `ttlMs`, so that callers seen once (thousands of daemons opening
- * their tunnels) are not kept.
+ * are also swept, at most once per `ttlMs` when entries are put, and by a timer `ttlMs` after the
+ * last put, so that callers seen once (thousands of daemons opening their tunnels, then idle) are not
+ * kept.
  */
 const MAX_ENTRIES = 20_000;
+
+/** Runs `fn` once after `ms` without keeping the process alive. */
+export type Schedule = (fn: () => void, ms: number) => void;
+const unrefTimer: Schedule = (fn, ms) => void setTimeout(fn, ms).unref();
 
 /**
  * Tables whose writes can change an answer (a token's `last_used_at` or a daemon's `last_seen_at`
@@ -63,6 +68,7 @@ const WATCHED: WatchedTables = {
 export function createAccessCache(
   ttlMs: number = ACCESS_CACHE_MS,
   clock: () => number = Date.now,
+  schedule: Schedule = unrefTimer,
 ): AccessCache {
   const tokens = new Map<string, { value: Actor; until: number }>();
   const realms = new Map<string, { value: RealmsTable & { org: OrgsTable }; until: number }>();
@@ -78,14 +84,28 @@ export function createAccessCache(
     return undefined;
   }
   let sweepAt = 0;
+  let sweepScheduled = false;
+  function sweep(now: number): void {
+    sweepAt = now + ttlMs;
+    for (const m of maps) for (const [k, hit] of m) if (hit.until <= now) m.delete(k);
+  }
+  // After the last put, entries would otherwise stay until the next one: a timer sweeps them once
+  // they have expired, and stops when nothing is left.
+  function sweepLater(): void {
+    if (sweepScheduled) return;
+    sweepScheduled = true;
+    schedule(() => {
+      sweepScheduled = false;
+      sweep(clock());
+      if (maps.some((m) => m.size > 0)) sweepLater();
+    }, ttlMs);
+  }
   function put<T>(map: Map<string, { value: T; until: number }>, key: string, value: T): void {
     const now = clock();
-    if (now >= sweepAt) {
-      sweepAt = now + ttlMs;
-      for (const m of maps) for (const [k, hit] of m) if (hit.until <= now) m.delete(k);
-    }
+    if (now >= sweepAt) sweep(now);
     if (map.size >= MAX_ENTRIES) map.clear();
     map.set(key, { value, until: now + ttlMs });
+    sweepLater();
   }
   const clear = () => {
     for (const m of maps) m.clear();
