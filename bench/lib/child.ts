@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { writeHeapSnapshot } from 'node:v8';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -164,6 +165,12 @@ export function serveParent(
 export function memory(): { rss: number; heapUsed: number; heapTotal: number; external: number } {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (gc) for (let i = 0; i < 3; i++) gc();
+  // SVC_BENCH_HEAP=DIR: a heap snapshot of the process at each measure, for a closer look.
+  const dir = process.env.SVC_BENCH_HEAP;
+  if (dir)
+    writeHeapSnapshot(
+      path.join(dir, `${process.argv[2] ?? 'child'}-${process.pid}-${Date.now()}.heapsnapshot`),
+    );
   const m = process.memoryUsage();
   return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external };
 }

@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import type { WebSocket } from 'ws';
+import { type RawData, WebSocket } from 'ws';
 import { jsonTextTooDeep, tooDeepMessage } from '../../shared/json-depth.js';
 import type {
   AckFrame,
@@ -48,10 +48,18 @@ export interface TunnelState {
   aclReads: Map<string, Promise<AclEntry[]>>;
 }
 
+/**
+ * A tunnel's WebSocket (the server's `WebSocket` class): it holds its connection, so that one set of
+ * listeners serves every socket instead of four closures per idle daemon.
+ */
+export class TunnelSocket extends WebSocket {
+  conn: Conn | null = null;
+}
+
 /** One daemon's WebSocket to this hub process. */
 export interface Conn {
   id: string;
-  ws: WebSocket;
+  ws: TunnelSocket;
   daemonId: string;
   realmId: string;
   orgId: string;
@@ -105,12 +113,55 @@ export function openConnection(s: TunnelState, conn: Conn): void {
   const prev = s.conns.get(conn.daemonId);
   s.conns.set(conn.daemonId, conn);
   if (prev) prev.ws.close(4000, 'replaced by a newer connection');
-  conn.ws.on('message', (data) => onMessage(s, conn, data.toString()));
-  conn.ws.on('pong', () => onPong(s, conn));
-  conn.ws.on('error', (err) => s.deps.log.warn({ err, daemon_id: conn.daemonId }, 'tunnel socket error'));
-  conn.ws.on('close', () => onClose(s, conn));
-  conn.opening = greet(s, conn);
-  s.track(conn.opening, 'tunnel open');
+  const on = listenersOf(s);
+  conn.ws.conn = conn;
+  conn.ws.on('message', on.message);
+  conn.ws.on('pong', on.pong);
+  conn.ws.on('error', on.error);
+  conn.ws.on('close', on.close);
+  // Kept while the greeting runs (a close waits for it), then dropped: an idle daemon holds no promise.
+  const opening = greet(s, conn).finally(() => {
+    if (conn.opening === opening) conn.opening = null;
+  });
+  conn.opening = opening;
+  s.track(opening, 'tunnel open');
+}
+
+interface SocketListeners {
+  message(this: WebSocket, data: RawData): void;
+  pong(this: WebSocket): void;
+  error(this: WebSocket, err: Error): void;
+  close(this: WebSocket): void;
+}
+
+const connOf = (ws: WebSocket): Conn | null => (ws as TunnelSocket).conn;
+
+/** One set of socket listeners per tunnel: each finds its connection on the socket (`this`). */
+const listeners = new WeakMap<TunnelState, SocketListeners>();
+
+function listenersOf(s: TunnelState): SocketListeners {
+  let on = listeners.get(s);
+  if (!on) {
+    on = {
+      message(data) {
+        const conn = connOf(this);
+        if (conn) onMessage(s, conn, data.toString());
+      },
+      pong() {
+        const conn = connOf(this);
+        if (conn) onPong(s, conn);
+      },
+      error(err) {
+        s.deps.log.warn({ err, daemon_id: connOf(this)?.daemonId }, 'tunnel socket error');
+      },
+      close() {
+        const conn = connOf(this);
+        if (conn) onClose(s, conn);
+      },
+    };
+    listeners.set(s, on);
+  }
+  return on;
 }
 
 async function greet(s: TunnelState, conn: Conn): Promise<void> {

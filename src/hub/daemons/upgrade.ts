@@ -18,7 +18,7 @@ export const CONNECT_PATH = '/v1/daemons/connect';
 export async function authenticateUpgrade(
   hub: Pick<Hub, 'db' | 'now' | 'config' | 'access'>,
   header: string | undefined,
-): Promise<{ daemon: DaemonsTable; orgId: string } | { error: AppError }> {
+): Promise<{ daemon: DaemonsTable; realmId: string; orgId: string } | { error: AppError }> {
   try {
     const actor = await authenticate(hub, header);
     if (!actor) return { error: new AppError('unauthorized', 'a realm token is required') };
@@ -28,7 +28,8 @@ export async function authenticateUpgrade(
       throw err;
     });
     if (!realm) return { error: forbidden("the daemon's organization is deleted") };
-    return { daemon: actor.daemon, orgId: realm.org_id };
+    // The realm's ids as the access cache holds them: connections of one realm share the strings.
+    return { daemon: actor.daemon, realmId: realm.id, orgId: realm.org_id };
   } catch (err) {
     return { error: toAppError(err).error };
   }
