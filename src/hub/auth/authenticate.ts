@@ -1,3 +1,7 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/index.js';
+import { allColumns, prepared } from '../../db/prepared.js';
+import type { DaemonsTable } from '../../db/schema.js';
 import { AppError } from '../../shared/errors.js';
 import { digestsEqual, hashSecret, tokenKind } from '../../shared/tokens.js';
 import type { Actor } from '../access/actor.js';
@@ -35,6 +39,29 @@ export async function authenticate(
   throw new AppError('unauthorized', kind ? 'token is expired, revoked or unknown' : 'token is malformed');
 }
 
+const DAEMON_COLUMNS = allColumns<DaemonsTable>()([
+  'id',
+  'realm_id',
+  'name',
+  'token_hash',
+  'hint',
+  'status',
+  'last_seen_at',
+  'created_at',
+  'revoked_at',
+  'connection_id',
+  'hub_instance_id',
+]);
+
+/** A live realm token's daemon: once per tunnel that opens, so compiled once. */
+const daemonByToken = prepared((db: Kysely<DB>, hash: string) =>
+  db
+    .selectFrom('daemons')
+    .select(DAEMON_COLUMNS)
+    .where('token_hash', '=', hash)
+    .where('revoked_at', 'is', null),
+);
+
 async function lookUp(hub: Pick<Hub, 'db'>, kind: string, hash: string, now: number): Promise<Actor | null> {
   if (kind === 'user') {
     const row = await hub.db
@@ -63,12 +90,7 @@ async function lookUp(hub: Pick<Hub, 'db'>, kind: string, hash: string, now: num
       return { kind: 'user', user, tokenId: token_id, tokenKind: token_kind, tokenExpiresAt: expires_at };
     }
   } else if (kind === 'daemon') {
-    const daemon = await hub.db
-      .selectFrom('daemons')
-      .selectAll()
-      .where('token_hash', '=', hash)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst();
+    const [daemon] = await daemonByToken(hub.db, hash);
     if (daemon && digestsEqual(daemon.token_hash, hash)) return { kind: 'daemon', daemon };
   }
   return null;

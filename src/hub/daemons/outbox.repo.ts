@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { type DB, updateOne } from '../../db/index.js';
+import { prepared } from '../../db/prepared.js';
 import type { CommandOutboxTable } from '../../db/schema.js';
 import type { AckFrame } from '../../shared/protocol.js';
 import { OUTBOX_CHANNEL, writeThenNotify } from '../cluster/bus.js';
@@ -79,16 +80,20 @@ export function pendingCommands(
   sentBefore: number,
   limit: number,
 ): Promise<StoredCommand[]> {
-  return db
+  return pending(db, daemonId, sentBefore, limit);
+}
+
+/** Read once per tunnel that opens, and at each delivery: compiled once. */
+const pending = prepared((db: Kysely<DB>, daemonId: string, sentBefore: number, limit: number) =>
+  db
     .selectFrom('command_outbox')
     .select(['tx_id', 'path', 'body'])
     .where('daemon_id', '=', daemonId)
     .where('status', '=', 'pending')
     .where((eb) => eb.or([eb('last_sent_at', 'is', null), eb('last_sent_at', '<', sentBefore)]))
     .orderBy('seq')
-    .limit(limit)
-    .execute();
-}
+    .limit(limit),
+);
 
 /** Counts a delivery attempt; written before the frames are sent (see connection.ts deliver). */
 export async function markSent(db: Kysely<DB>, txIds: string[], now: number): Promise<void> {
