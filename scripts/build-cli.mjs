@@ -49,6 +49,27 @@ const moduleUrls = {
   },
 };
 
+/**
+ * pg asks at load whether it runs in a Cloudflare Worker: without a global `navigator` (Node 20 has
+ * none), it builds a fetch `Response`, which loads Node's whole fetch implementation (undici): 20–40 ms
+ * of every hub start on PostgreSQL. In the bundle, its module sees a `navigator` of its own that
+ * answers at once; nothing else changes.
+ */
+const pgRuntimeCheck = {
+  name: 'pg-runtime-check',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]node_modules[\\/]pg[\\/]lib[\\/]stream\.js$/ }, async (args) => {
+      const { readFile } = await import('node:fs/promises');
+      const text = await readFile(args.path, 'utf8');
+      if (!text.includes('function isCloudflareRuntime()')) {
+        console.warn(`build-cli: ${args.path} no longer has isCloudflareRuntime(); left as it is`);
+        return undefined;
+      }
+      return { contents: `const navigator = { userAgent: 'Node.js' };\n${text}`, loader: 'js' };
+    });
+  },
+};
+
 export async function buildCli() {
   const started = performance.now();
   const commands = path.join(SRC, 'cli', 'commands');
@@ -73,7 +94,7 @@ export async function buildCli() {
     external: EXTERNAL,
     write: false,
     logLevel: 'warning',
-    plugins: [moduleUrls],
+    plugins: [moduleUrls, pgRuntimeCheck],
     // CommonJS packages call require() for Node's own modules and the externals.
     banner: {
       js: "import { createRequire as __svcRequire } from 'node:module';\nconst require = __svcRequire(import.meta.url);",
