@@ -65,8 +65,11 @@ export interface Conn {
   orgId: string;
   /** The upgrade's `Authorization` header: calls over the tunnel are authenticated with it. */
   authorization: string;
-  /** The daemon's address. */
-  ip: string;
+  /**
+   * The upgrade's socket: its address is read when a call needs it (`getpeername` is a system call
+   * that an idle daemon would pay for nothing, and its string would be kept).
+   */
+  socket: { readonly remoteAddress?: string | undefined };
   openedAt: number;
   /** Answered the last ping (or sent anything since). */
   alive: boolean;
@@ -364,7 +367,12 @@ async function recordAcks(s: TunnelState): Promise<void> {
 /** A hub operation called over the tunnel: answered as `POST /v1/<op>` with the daemon's token. */
 async function answerCall(s: TunnelState, conn: Conn, call: CallFrame): Promise<void> {
   if (!s.calls) return;
-  const { status, body } = await s.calls(conn.authorization, call.op, call.body, conn.ip);
+  const { status, body } = await s.calls(
+    conn.authorization,
+    call.op,
+    call.body,
+    conn.socket.remoteAddress ?? '',
+  );
   const reply: ReplyFrame = { type: 'reply', id: call.id, status, body };
   if (!conn.closed) conn.ws.send(JSON.stringify(reply));
 }

@@ -202,7 +202,7 @@ export async function createTunnel(
         realmId: auth.realmId,
         orgId: auth.orgId,
         authorization: req.headers.authorization ?? '',
-        ip: req.socket.remoteAddress ?? '',
+        socket: req.socket,
         openedAt: at,
         alive: true,
         lastTouchAt: at,
