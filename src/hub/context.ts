@@ -8,6 +8,7 @@ import { DEFAULT_SHUTDOWN_GRACE_MS } from '../shared/shutdown.js';
 import type { AccessCache } from './access/access-cache.js';
 import type { RulesCache } from './notifications/rules-cache.js';
 import type { Cipher, Mailer, PasswordGate, Tunnel } from './ports.js';
+import type { ClaimedItems } from './runs/claimed-items.js';
 import type { RunMetrics } from './runs/run-metrics.js';
 
 /** Everything a hub service needs from the outside world, passed in (never imported). */
@@ -36,6 +37,8 @@ export interface Hub {
   rules: RulesCache;
   /** The run queue's metrics in this process (src/hub/runs/run-metrics.ts). */
   runMetrics: RunMetrics;
+  /** Queue items claimed through this process, so that the losing claims need no transaction (src/hub/runs/claimed-items.ts). */
+  claims: ClaimedItems;
 }
 
 /**

@@ -33,6 +33,7 @@ import { retentionMetrics, startRetention } from './retention/retention.backgrou
 import { startReviewExpiry } from './reviews/reviews.background.js';
 import { closeReviewsOfEndedRun } from './reviews/reviews.service.js';
 import { freeSlotsOfEndedRun } from './runs/admission.service.js';
+import { createClaimedItems } from './runs/claimed-items.js';
 import { createRunMetrics } from './runs/run-metrics.js';
 import { startRunsBackground } from './runs/runs.background.js';
 import { registerRunStreams } from './runs/runs.stream.js';
@@ -135,6 +136,7 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
       // runs waiting for its concurrency slots start.
       runEnded: [closeReviewsOfEndedRun, freeSlotsOfEndedRun],
       runMetrics: createRunMetrics(),
+      claims: createClaimedItems(),
     };
     // Several hub processes (src/hub/cluster/): wake-ups through PostgreSQL LISTEN/NOTIFY, presence.
     const instanceId = base.newId();

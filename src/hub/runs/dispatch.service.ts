@@ -234,6 +234,8 @@ export async function claimRun(
 ): Promise<{ claimed: boolean; queue_item_id: string; run?: { run_id: string; lease_epoch: number } }> {
   if (input.daemon_id !== actor.daemon.id) throw forbidden('a daemon may only claim for itself');
   const itemId = input.queue_item_id;
+  // Another daemon's claim of this offer already won here: lost, without a transaction.
+  if (hub.claims.lostBy(itemId, actor.daemon)) return { claimed: false, queue_item_id: itemId };
   const leaseMs = await leaseMsOf(hub);
   const won = await inTx(hub, async (tx) => {
     const claimed = await claimQueueItem(tx.db, itemId, actor.daemon, hub.now());
@@ -241,6 +243,7 @@ export async function claimRun(
     const epoch = await handOverRun(tx, claimed.run, itemId, actor.daemon.id, leaseMs);
     return { run: epoch === null ? null : { run_id: claimed.run!.run_id, lease_epoch: epoch } };
   });
+  if (won) hub.claims.won(itemId, actor.daemon);
   // Won here: the run is this daemon's at the epoch the claim gave it.
   if (won?.run) return { claimed: true, queue_item_id: itemId, run: won.run };
   if (!won) {
