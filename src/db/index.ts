@@ -10,6 +10,7 @@ import {
 } from 'kysely';
 import type pg from 'pg';
 import { isSqliteFile, prepareSqliteFile, restrictSqliteFiles } from '../shared/private-files.js';
+import { startCheckpointer } from './checkpointer.js';
 import { migrations as hubMigrations } from './migrations/index.js';
 import { statementName } from './prepared.js';
 import type { DB } from './schema.js';
@@ -31,6 +32,11 @@ export interface OpenOptions {
   schema?: string;
   /** PostgreSQL pool size. */
   poolSize?: number;
+  /**
+   * SQLite file only: WAL checkpoints in a worker thread instead of inside the commits that cross
+   * SQLite's threshold (src/db/checkpointer.ts). For the hub, whose event loop serves everyone.
+   */
+  checkpointInWorker?: boolean;
 }
 
 const PG_INT8 = 20;
@@ -87,11 +93,13 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   if (onDisk) restrictSqliteFiles(opts.url);
+  const checkpointer = onDisk && opts.checkpointInWorker ? startCheckpointer(sqlite, opts.url) : null;
   const db = new Kysely<T>({ dialect: new FastSqliteDialect(sqlite) });
   return {
     db,
     dialect: 'sqlite',
     close: async () => {
+      await checkpointer?.stop();
       await db.destroy();
       if (sqlite.open) sqlite.close();
     },

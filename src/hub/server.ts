@@ -100,6 +100,7 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     url: opts.databaseUrl,
     ...(opts.schema ? { schema: opts.schema } : {}),
     ...(opts.poolSize ? { poolSize: opts.poolSize } : {}),
+    checkpointInWorker: true,
   });
   let bus: ClusterBus | null = null;
   let presence: Presence | null = null;
