@@ -186,7 +186,12 @@ export const channelOps = [
       const { channel } = await requireChannel(ctx, ctx.actor, input.id);
       if (channel.locked === 1)
         throw new AppError('locked', 'this is a system channel; it cannot be removed');
-      await ctx.db.deleteFrom('notification_channels').where('id', '=', channel.id).execute();
+      // The delivery worker locks a delivery, then its channel (recording an attempt): removing
+      // takes the same order, deliveries first, so that the two wait for each other, never deadlock.
+      await ctx.db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('notification_deliveries').where('channel_id', '=', channel.id).execute();
+        await trx.deleteFrom('notification_channels').where('id', '=', channel.id).execute();
+      });
       return { data: { id: channel.id, removed: true } };
     },
   }),

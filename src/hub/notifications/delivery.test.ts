@@ -1,6 +1,7 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: test replies are inspected freely
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { addOrgUser, createOrgWithOwner, uniq } from '../../../test/helpers/world.js';
 import { recordEvent } from '../events/events.js';
@@ -237,6 +238,66 @@ describe('notification delivery', () => {
     const on = await h.ok('notification_channels/update', { id: ch.id, enabled: true });
     assert.equal(on.data.enabled, true);
     assert.equal(on.data.lock_reason, null);
+  });
+
+  it('removing a channel while the worker records an attempt waits for it, never deadlocks', async (t) => {
+    const hub = h.running.hub;
+    if (hub.dialect !== 'postgres') return t.skip('row locks that can deadlock are PostgreSQL’s');
+    const ch = await newChannel([{ type: 'webhook', webhook_url: 'http://127.0.0.1:9/gone' }]);
+    const now = Date.now();
+    const deliveryId = `d-${uniq()}`;
+    await hub.db
+      .insertInto('notification_deliveries')
+      .values({
+        id: deliveryId,
+        channel_id: ch.id,
+        event_id: `e-${uniq()}`,
+        event_type: 'notification.test',
+        kind: 'test',
+        destination_index: 0,
+        destination_type: 'webhook',
+        url: 'http://127.0.0.1:9/gone',
+        body: '{}',
+        state: 'failed',
+        attempts: 1,
+        next_attempt_at: now,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    // The worker's order when it records a failure: the delivery's row, then the channel's.
+    let removal: Promise<{ status: number; body: any }> | undefined;
+    await hub.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('notification_deliveries')
+        .set({ updated_at: now + 1 })
+        .where('id', '=', deliveryId)
+        .execute();
+      removal = h.call('notification_channels/remove', { id: ch.id });
+      await eventually(async () => {
+        const waiting = await trx
+          .selectFrom('pg_stat_activity' as any)
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .where('datname' as any, '=', sql`current_database()`)
+          .where('wait_event_type' as any, '=', 'Lock')
+          .executeTakeFirstOrThrow();
+        return Number(waiting.n) > 0 || null;
+      }, 'the removal to wait for the delivery');
+      await trx
+        .updateTable('notification_channels')
+        .set({ consecutive_failures: sql`consecutive_failures + 1` })
+        .where('id', '=', ch.id)
+        .execute();
+    });
+    const r = await removal!;
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.data.removed, true);
+    const left = await hub.db
+      .selectFrom('notification_deliveries')
+      .select('id')
+      .where('channel_id', '=', ch.id)
+      .execute();
+    assert.deepEqual(left, []);
   });
 
   it('sends Slack and Discord payloads in the shape each service expects', async () => {
