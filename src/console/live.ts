@@ -113,6 +113,7 @@ export function useLive<T>(
       }
       const mine = new AbortController();
       ctl = mine;
+      let failed = false;
       try {
         const value = await loadRef.current(mine.signal);
         if (stopped || mine.signal.aborted) return;
@@ -120,6 +121,7 @@ export function useLive<T>(
         setError(null);
       } catch (err) {
         if (stopped || mine.signal.aborted) return;
+        failed = true;
         setError(err instanceof ApiError ? err : new ApiError('error', (err as Error).message, 0));
       }
       setLoading(false);
@@ -129,12 +131,13 @@ export function useLive<T>(
         void run();
         return;
       }
-      schedule();
+      schedule(failed);
     };
-    // While the stream is open, loads follow its changes instead of the interval.
+    // While the stream is open, loads follow its changes instead of the interval; a load that failed
+    // is tried again after the interval all the same, since no change may come to retry it.
     let pushed = false;
-    const schedule = () => {
-      if (stopped || intervalMs === null || document.hidden || pushed) return;
+    const schedule = (retry = false) => {
+      if (stopped || intervalMs === null || document.hidden || (pushed && !retry)) return;
       timer = setTimeout(run, intervalMs);
     };
     const unsubscribe = stream

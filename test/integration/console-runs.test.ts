@@ -134,6 +134,34 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ greeted: in
     await page.close();
   });
 
+  it('a list that failed to load while its stream was open loads again by itself', async () => {
+    const page = await b.tab();
+    await signIn(page, h.url, 'ada@runs.test');
+    await page.getByRole('button', { name: 'Start a run' }).waitFor();
+    // The inbox's first load fails, answered only once the realm's stream is open: no change may
+    // ever come through the stream to load it again.
+    const streamOpen = page.waitForResponse((r) =>
+      /\/v1\/realms\/[^/]+\/events$/.test(new URL(r.url()).pathname),
+    );
+    let refused = 0;
+    await page.route('**/v1/reviews/list', async (route) => {
+      if (refused > 0) return route.continue();
+      refused++;
+      await streamOpen;
+      await route.fulfill({
+        status: 503,
+        contentType: 'application/json',
+        body: JSON.stringify({ ok: false, error: { code: 'unavailable', message: 'try again' } }),
+      });
+    });
+    await page.getByRole('link', { name: 'Reviews' }).click();
+    await page.getByRole('alert').filter({ hasText: 'Could not load the reviews' }).waitFor();
+    await page.getByText('Nothing waits for a review.').waitFor();
+    assert.equal(await page.getByRole('alert').filter({ hasText: 'Could not load the reviews' }).count(), 0);
+    assert.equal(refused, 1);
+    await page.close();
+  });
+
   it('a team not assigned to the chosen workspace is refused, saying how to assign it', async () => {
     // A workspace that appears after the team was allowed: nobody assigned the team to it.
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-ws-'));
