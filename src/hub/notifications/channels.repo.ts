@@ -100,3 +100,20 @@ export async function unusableChannelIds(
   const ok = new Set(rows.map((r) => r.id));
   return channelIds.filter((id) => !ok.has(id));
 }
+
+/**
+ * Deletes the delivery log of the channels `which` selects (one channel, or a realm's), before the
+ * caller deletes the channels (or the realm that cascades to them) in the same transaction. The
+ * delivery worker locks a delivery, then its channel, when it records an attempt: deleting in that
+ * order too makes the two wait for each other on PostgreSQL instead of deadlocking.
+ */
+export async function deleteDeliveriesOf(
+  trx: Kysely<DB>,
+  which: { channelId: string } | { realmId: string },
+) {
+  const channels =
+    'channelId' in which
+      ? [which.channelId]
+      : trx.selectFrom('notification_channels').select('id').where('realm_id', '=', which.realmId);
+  await trx.deleteFrom('notification_deliveries').where('channel_id', 'in', channels).execute();
+}

@@ -7,6 +7,7 @@ import { decodeCursor, pageOf } from '../http/paging.js';
 import {
   channelOut,
   channelWithCount,
+  deleteDeliveriesOf,
   parseDestinations,
   requireChannel,
   ruleCounts,
@@ -186,10 +187,8 @@ export const channelOps = [
       const { channel } = await requireChannel(ctx, ctx.actor, input.id);
       if (channel.locked === 1)
         throw new AppError('locked', 'this is a system channel; it cannot be removed');
-      // The delivery worker locks a delivery, then its channel (recording an attempt): removing
-      // takes the same order, deliveries first, so that the two wait for each other, never deadlock.
       await ctx.db.transaction().execute(async (trx) => {
-        await trx.deleteFrom('notification_deliveries').where('channel_id', '=', channel.id).execute();
+        await deleteDeliveriesOf(trx, { channelId: channel.id });
         await trx.deleteFrom('notification_channels').where('id', '=', channel.id).execute();
       });
       return { data: { id: channel.id, removed: true } };

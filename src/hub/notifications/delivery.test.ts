@@ -240,17 +240,22 @@ describe('notification delivery', () => {
     assert.equal(on.data.lock_reason, null);
   });
 
-  it('removing a channel while the worker records an attempt waits for it, never deadlocks', async (t) => {
+  /**
+   * The worker records a failed attempt (its delivery's row, then its channel's) while `remove`
+   * deletes the channel: on PostgreSQL the two must wait for each other, not deadlock.
+   */
+  async function removeWhileRecording(
+    channelId: string,
+    remove: () => Promise<{ status: number; body: any }>,
+  ) {
     const hub = h.running.hub;
-    if (hub.dialect !== 'postgres') return t.skip('row locks that can deadlock are PostgreSQL’s');
-    const ch = await newChannel([{ type: 'webhook', webhook_url: 'http://127.0.0.1:9/gone' }]);
     const now = Date.now();
     const deliveryId = `d-${uniq()}`;
     await hub.db
       .insertInto('notification_deliveries')
       .values({
         id: deliveryId,
-        channel_id: ch.id,
+        channel_id: channelId,
         event_id: `e-${uniq()}`,
         event_type: 'notification.test',
         kind: 'test',
@@ -265,7 +270,6 @@ describe('notification delivery', () => {
         updated_at: now,
       })
       .execute();
-    // The worker's order when it records a failure: the delivery's row, then the channel's.
     let removal: Promise<{ status: number; body: any }> | undefined;
     await hub.db.transaction().execute(async (trx) => {
       await trx
@@ -273,7 +277,7 @@ describe('notification delivery', () => {
         .set({ updated_at: now + 1 })
         .where('id', '=', deliveryId)
         .execute();
-      removal = h.call('notification_channels/remove', { id: ch.id });
+      removal = remove();
       await eventually(async () => {
         const waiting = await trx
           .selectFrom('pg_stat_activity' as any)
@@ -286,7 +290,7 @@ describe('notification delivery', () => {
       await trx
         .updateTable('notification_channels')
         .set({ consecutive_failures: sql`consecutive_failures + 1` })
-        .where('id', '=', ch.id)
+        .where('id', '=', channelId)
         .execute();
     });
     const r = await removal!;
@@ -295,9 +299,21 @@ describe('notification delivery', () => {
     const left = await hub.db
       .selectFrom('notification_deliveries')
       .select('id')
-      .where('channel_id', '=', ch.id)
+      .where('channel_id', '=', channelId)
       .execute();
     assert.deepEqual(left, []);
+  }
+
+  it('removing a channel, or its realm, while the worker records an attempt waits for it', async (t) => {
+    if (h.running.hub.dialect !== 'postgres') return t.skip('row locks that can deadlock are PostgreSQL’s');
+    const ch = await newChannel([{ type: 'webhook', webhook_url: 'http://127.0.0.1:9/gone' }]);
+    await removeWhileRecording(ch.id, () => h.call('notification_channels/remove', { id: ch.id }));
+    const realm = (await h.ok('realms/new', { org_id: org.orgId, name: `r-${uniq()}` })).data.id;
+    const inRealm = await newChannel([{ type: 'webhook', webhook_url: 'http://127.0.0.1:9/gone' }], {
+      org_id: undefined,
+      realm_id: realm,
+    });
+    await removeWhileRecording(inRealm.id, () => h.call('realms/remove', { id: realm }));
   });
 
   it('sends Slack and Discord payloads in the shape each service expects', async () => {

@@ -10,6 +10,7 @@ import { aclChanged } from '../daemons/acl.js';
 import { daemonOut } from '../daemons/daemons.repo.js';
 import { cursor, id, limit, name, op } from '../http/op.js';
 import { keysetPage } from '../http/paging.js';
+import { deleteDeliveriesOf } from '../notifications/channels.repo.js';
 import { insertRealm, realmOut, upsertRealmMember } from './realms.repo.js';
 
 const memberType = z.enum(['user', 'daemon', 'group']);
@@ -151,7 +152,10 @@ export const realmOps = [
         .select('id')
         .where('realm_id', '=', realm.id)
         .execute();
-      await ctx.db.deleteFrom('realms').where('id', '=', realm.id).execute();
+      await ctx.db.transaction().execute(async (trx) => {
+        await deleteDeliveriesOf(trx, { realmId: realm.id });
+        await trx.deleteFrom('realms').where('id', '=', realm.id).execute();
+      });
       for (const d of daemons) ctx.tunnel.disconnect(d.id, 'the realm was removed');
       return { data: { id: realm.id, removed: true } };
     },
