@@ -22,7 +22,7 @@ import type { BenchResult } from './index.js';
 import { benchDatabase, benchDatabases, percentile, post, sleep } from './lib/util.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const BUILT = path.join(ROOT, 'dist', 'cli', 'index.js');
+const BUILT = path.join(ROOT, 'dist', 'cli.cjs');
 const STARTS = Number(process.env.SVC_BENCH_STARTS ?? 15);
 const ADMIN_TOKEN = 'svc_tok_bench-startup-admin-0001';
 const POLL_MS = 2;

@@ -1,20 +1,69 @@
 #!/usr/bin/env node
-// The `svc` executable: runs the compiled CLI (npm run build), or the TypeScript sources through tsx
-// in a checkout that has not been built (or when SVC_CLI_SOURCE=1, so that a stale dist/ is never
-// what runs). SVC_CLI_DIST=<dir> runs the CLI of another tree laid out like dist/: the suite's fresh
-// transpile of the sources (scripts/transpile.mjs, see README.md "Development").
-import { existsSync } from 'node:fs';
+// The `svc` executable: runs the built CLI (dist/cli.cjs, npm run build), or the TypeScript sources
+// through tsx in a checkout that has not been built (or when SVC_CLI_SOURCE=1, so that a stale dist/
+// is never what runs). SVC_CLI_DIST=<dir> runs another build, <dir>/cli.cjs, or else <dir>/cli/index.js
+// of a tree laid out like src/ in JavaScript: the suite's fresh transpile of the sources
+// (scripts/transpile.mjs, see README.md "Development").
+//
+// The bundle runs with V8's code cache (docs/operations.md "Start-up"): its compiled code is kept in
+// dist/cli.cjs.<node>-<arch>.cache beside it, written when a run ends with more compiled than the
+// cache holds (or the cache was missing or refused), so that the next start does not parse 4 MB of
+// JavaScript again. Only whoever may write dist/ may write it; when dist/ is read-only, nothing is kept.
+import { existsSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import vm from 'node:vm';
 
 const tree = process.env.SVC_CLI_DIST;
-const built = tree
-  ? path.resolve(tree, 'cli', 'index.js')
-  : fileURLToPath(new URL('../dist/cli/index.js', import.meta.url));
-if (tree || (existsSync(built) && process.env.SVC_CLI_SOURCE !== '1')) {
-  await import(pathToFileURL(built).href);
+const bundle = tree
+  ? path.resolve(tree, 'cli.cjs')
+  : fileURLToPath(new URL('../dist/cli.cjs', import.meta.url));
+if (tree && !existsSync(bundle)) {
+  await import(pathToFileURL(path.resolve(tree, 'cli', 'index.js')).href);
+} else if (tree || (existsSync(bundle) && process.env.SVC_CLI_SOURCE !== '1')) {
+  runCached(bundle);
 } else {
   const { register } = await import('tsx/esm/api');
   register();
   await import('../src/cli/index.ts');
+}
+
+/**
+ * Runs a CommonJS file as `require` would, with its compiled code cached beside it. The cache starts
+ * with the file's identity (inode, size, modification time in ns): V8 itself checks only the source's
+ * length, so a rebuilt or edited bundle of the same length would otherwise run the old code.
+ */
+function runCached(file) {
+  const cacheFile = `${file}.${process.version}-${process.arch}.cache`;
+  const st = statSync(file, { bigint: true });
+  const key = Buffer.from(`${st.ino}:${st.size}:${st.mtimeNs}\n`);
+  let cached;
+  try {
+    const raw = readFileSync(cacheFile);
+    if (raw.subarray(0, key.length).equals(key)) cached = raw.subarray(key.length);
+  } catch {
+    cached = undefined;
+  }
+  const wrapper = `(function (exports, require, module, __filename, __dirname) {${readFileSync(file, 'utf8')}\n})`;
+  const script = new vm.Script(wrapper, { filename: file, cachedData: cached });
+  const stale = cached === undefined || script.cachedDataRejected === true;
+  process.once('exit', () => {
+    try {
+      const data = script.createCachedData();
+      // Kept when it holds more than the cache read (functions compiled since), or replaces none.
+      if (!stale && data.length <= cached.length * 1.05) return;
+      const tmp = `${cacheFile}.${process.pid}.tmp`;
+      writeFileSync(tmp, Buffer.concat([key, data]), { mode: 0o644 });
+      try {
+        renameSync(tmp, cacheFile);
+      } catch {
+        unlinkSync(tmp);
+      }
+    } catch {
+      // dist/ is read-only or full: the next start compiles as this one did.
+    }
+  });
+  const module = { exports: {}, filename: file, id: '.', loaded: false };
+  script.runInThisContext()(module.exports, createRequire(file), module, file, path.dirname(file));
 }

@@ -1,21 +1,19 @@
 #!/usr/bin/env node
-// Builds dist/ for `bin/svc.js`: the CLI and every command bundled with esbuild, packages included,
-// so that starting `svc` (a hub restart above all) loads a few files instead of about a thousand
-// modules one by one: Node 20 has no compile cache, and its ES module loader pays per file.
-//
-// Layout: dist/cli/index.js and dist/cli/commands/<name>.js are the entry points (the CLI still finds
-// its commands by listing that folder and loads only the one being run); code they share is in
-// dist/chunks/, and each `await import()` of the sources stays a separate chunk loaded when reached.
+// Builds dist/cli.cjs for `bin/svc.js`: the CLI with every command and package bundled by esbuild
+// into one CommonJS file, so that a start (a hub restart above all) reads one file instead of about a
+// thousand modules. One CommonJS file, because Node 20 can cache the compiled code of a script
+// (`vm.Script` cachedData, bin/svc.js) but not of ES modules: with the cache, a start no longer parses
+// the bundle. Commands and each `await import()` stay lazy: their modules run when first reached.
 // Native and optional packages stay outside (better-sqlite3, pg-native, ws's optional helpers,
 // esbuild, which only the sources use). `import.meta.url` keeps its meaning: every module's is the
 // URL its file would have in an unbundled dist/ (dist/hub/console.js…), so the paths modules find
-// relative to themselves (dist/console/, examples/, dist/cli/commands/) are the same as before.
+// relative to themselves (dist/console/, examples/) are the same as from the sources.
 // A CommonJS package loaded with `await import()` gives only its default export in the bundle (Node
 // gives named ones too): write `const { default: yaml } = await import('yaml')`.
 // Type checking is `tsc` (npm run build runs it first; npm run check too).
-import { readdirSync, rmSync } from 'node:fs';
+import { realpathSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -70,53 +68,47 @@ const pgRuntimeCheck = {
   },
 };
 
-export async function buildCli() {
+/** Writes the bundle into `out` (dist/ by default; the suite builds one of its own), emptied first. */
+export async function buildCli(out = OUT) {
   const started = performance.now();
-  const commands = path.join(SRC, 'cli', 'commands');
-  const entryPoints = [
-    path.join(SRC, 'cli', 'index.ts'),
-    ...readdirSync(commands)
-      .filter((f) => /^[a-z][a-z0-9-]*\.ts$/.test(f) && !f.endsWith('.test.ts'))
-      .map((f) => path.join(commands, f)),
-  ];
   const result = await esbuild.build({
     absWorkingDir: ROOT,
-    entryPoints,
-    outbase: SRC,
-    outdir: OUT,
-    chunkNames: 'chunks/[name]-[hash]',
+    entryPoints: [path.join(SRC, 'cli', 'index.ts')],
+    outfile: path.join(out, 'cli.cjs'),
     bundle: true,
-    splitting: true,
-    format: 'esm',
+    format: 'cjs',
     platform: 'node',
     target: 'node20',
+    // `import()` of an external package becomes `require`: the script runs without an ES module
+    // loader of its own (bin/svc.js).
+    supported: { 'dynamic-import': false },
     sourcemap: 'linked',
     external: EXTERNAL,
     write: false,
     logLevel: 'warning',
     plugins: [moduleUrls, pgRuntimeCheck],
-    // CommonJS packages call require() for Node's own modules and the externals.
-    banner: {
-      js: "import { createRequire as __svcRequire } from 'node:module';\nconst require = __svcRequire(import.meta.url);",
-    },
   });
-  rmSync(OUT, { recursive: true, force: true });
+  rmSync(out, { recursive: true, force: true });
   const { mkdirSync, writeFileSync } = await import('node:fs');
   for (const file of result.outputFiles) {
     let text = file.text;
-    if (file.path.endsWith('.js')) {
-      const dir = path.dirname(file.path);
-      text = text.replace(PLACEHOLDER, (_, rel) => {
-        let to = path.relative(dir, path.join(OUT, rel)).split(path.sep).join('/');
-        if (!to.startsWith('.')) to = `./${to}`;
-        return `new URL(${JSON.stringify(to)}, import.meta.url).href`;
-      });
+    if (file.path.endsWith('.cjs')) {
+      text = text.replace(
+        PLACEHOLDER,
+        (_, rel) =>
+          `new URL(${JSON.stringify(`./${rel}`)}, require("node:url").pathToFileURL(__filename)).href`,
+      );
     }
     mkdirSync(path.dirname(file.path), { recursive: true });
     writeFileSync(file.path, text);
   }
-  const js = result.outputFiles.filter((f) => f.path.endsWith('.js')).length;
-  console.log(`cli: ${js} files in dist (${Math.round(performance.now() - started)} ms)`);
+  const size = result.outputFiles.find((f) => f.path.endsWith('.cjs')).contents.length;
+  console.log(
+    `cli: ${path.relative(ROOT, path.join(out, 'cli.cjs'))}, ${(size / 1e6).toFixed(1)} MB (${Math.round(performance.now() - started)} ms)`,
+  );
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await buildCli();
+// Run as a script (also through a link to it, as in the suite's tree).
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  await buildCli(process.argv[2] ? path.resolve(process.argv[2]) : undefined);
+}

@@ -5,7 +5,7 @@
 // dist/console/ (part of `npm run build`); the hub imports `buildConsole` to build into memory when it
 // runs from the sources (src/hub/console.ts). See docs/console.md.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -80,7 +80,8 @@ export async function writeConsole(outDir = path.join(ROOT, 'dist', 'console')) 
   return { outDir, files };
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+// Run as a script (also through a link to it, as in the suite's tree).
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
   const started = Date.now();
   const { outDir, files } = await writeConsole(process.argv[2] ? path.resolve(process.argv[2]) : undefined);
   let bytes = 0;

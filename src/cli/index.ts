@@ -30,4 +30,5 @@ const ctx: CliContext = {
   },
 };
 
-process.exit(await run(process.argv.slice(2), ctx));
+// No top-level await: the built CLI is one CommonJS bundle (scripts/build-cli.mjs).
+void run(process.argv.slice(2), ctx).then((code) => process.exit(code));

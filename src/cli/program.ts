@@ -1,28 +1,7 @@
-import { readdirSync } from 'node:fs';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { ApiError } from '../shared/api/client.js';
-import type { CliCommand } from './command.js';
+import { COMMANDS } from './commands.js';
 import { type CliContext, CliError } from './context.js';
-
-const COMMANDS_DIR = new URL('./commands/', import.meta.url);
-
-/** Command names from the files in `commands/` (`.ts` through tsx, `.js` when built). */
-export function commandFiles(): Map<string, string> {
-  const files = new Map<string, string>();
-  for (const f of readdirSync(fileURLToPath(COMMANDS_DIR))) {
-    const m = /^([a-z][a-z0-9-]*)\.(ts|js)$/.exec(f);
-    if (m && !f.endsWith('.d.ts')) files.set(m[1]!, f);
-  }
-  return files;
-}
-
-async function loadCommand(file: string): Promise<CliCommand> {
-  const mod = (await import(pathToFileURL(fileURLToPath(new URL(file, COMMANDS_DIR))).href)) as {
-    default: CliCommand;
-  };
-  return mod.default;
-}
 
 /** The first operand of argv (the command name), skipping global options. */
 function firstOperand(argv: string[]): string | undefined {
@@ -51,11 +30,10 @@ export async function run(argv: string[], ctx: CliContext): Promise<number> {
       writeErr: (s) => ctx.stderr.write(s),
     });
 
-  const files = commandFiles();
   const wanted = firstOperand(argv);
   // Only the command being run is loaded; help and unknown commands need them all.
-  const names = wanted && files.has(wanted) ? [wanted] : [...files.keys()].sort();
-  const loaded = await Promise.all(names.map(async (n) => [n, await loadCommand(files.get(n)!)] as const));
+  const names = wanted && Object.hasOwn(COMMANDS, wanted) ? [wanted] : Object.keys(COMMANDS).sort();
+  const loaded = await Promise.all(names.map(async (n) => [n, (await COMMANDS[n]!()).default] as const));
   for (const group of ['servers', 'client'] as const) {
     for (const [name, def] of loaded) {
       if ((def.group ?? 'client') !== group) continue;

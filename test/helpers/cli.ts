@@ -15,14 +15,19 @@ export interface CliResult {
   stderr: string;
 }
 
-/** The parent's environment without any SVC_* variable (so a developer's SVC_TOKEN never leaks in). */
+/**
+ * The parent's environment without any SVC_* variable (so a developer's SVC_TOKEN never leaks in),
+ * with `extra`; the CLI that runs is the suite's unless `extra` names one (SVC_CLI_DIST).
+ */
 export function cleanEnv(extra: Record<string, string | undefined>): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SVC_') && v !== undefined) env[k] = v;
   for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
-  const tree = process.env.SVC_TEST_CLI_DIST;
-  if (tree) env.SVC_CLI_DIST = tree;
-  else env.SVC_CLI_SOURCE = '1';
+  if (env.SVC_CLI_DIST === undefined) {
+    const tree = process.env.SVC_TEST_CLI_DIST;
+    if (tree) env.SVC_CLI_DIST = tree;
+    else env.SVC_CLI_SOURCE = '1';
+  }
   return env;
 }
 
