@@ -6,13 +6,15 @@
  * for before the next. The baseline, in the same run and alternating with the hub: `node -e` with a
  * bare `node:http` server answering /healthz, polled the same way (every 2 ms a new connection).
  * `node -e 0` (spawn → exit) is in the note: the part of both that is Node starting at all.
+ * The built CLI runs with its code cache, written by the first start; each round also starts the hub
+ * once without it (as the first start after a build or a Node upgrade would).
  *
  * Runs the built CLI: when dist/ is missing or older than a file under src/, it runs `npm run build`
  * once first (about 30 s) and says so. On SQLite and PostgreSQL (a fresh schema, named in the URL's
  * `options` as a deployment would).
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -112,6 +114,19 @@ async function startOnce(args: string[], port: number, env: NodeJS.ProcessEnv): 
   }
 }
 
+/** The built CLI's code cache file (bin/svc.js names it after the Node version and architecture). */
+const CACHE = `${BUILT}.${process.version}-${process.arch}.cache`;
+
+function codeCache(): Buffer | null {
+  return existsSync(CACHE) ? readFileSync(CACHE) : null;
+}
+
+/** Puts `bytes` in place as the code cache, or removes it (null). */
+function setCodeCache(bytes: Buffer | null): void {
+  if (bytes) writeFileSync(CACHE, bytes);
+  else rmSync(CACHE, { force: true });
+}
+
 async function nodeExitMs(): Promise<number> {
   const t0 = performance.now();
   await new Promise<void>((resolve, reject) => {
@@ -157,6 +172,9 @@ async function benchOn(kind: 'sqlite' | 'postgres'): Promise<BenchResult[]> {
       SVC_LOG_LEVEL: 'info',
     };
     const hubArgs = [path.join(ROOT, 'bin', 'svc.js'), 'hub'];
+    // The built CLI's code cache (docs/operations.md "Start-up") is written by this first start,
+    // as by a deployment's first start after an upgrade.
+    setCodeCache(null);
 
     // The existing database: migrated by a first start, with an organization in it.
     {
@@ -184,23 +202,40 @@ async function benchOn(kind: 'sqlite' | 'postgres'): Promise<BenchResult[]> {
       }
     }
 
+    const cache = codeCache();
+    if (!cache) throw new Error('the first start wrote no code cache beside dist/cli.cjs');
     const hub: Started[] = [];
+    const cold: number[] = [];
     const bare: number[] = [];
     const exits: number[] = [];
-    // One warm-up of each (file cache), then alternating rounds.
+    // One warm-up of each (file cache), then alternating rounds. Each start without the code cache
+    // writes one at its exit: the first start's is put back before each start with it.
     await startOnce(hubArgs, port, env);
     await startOnce(['-e', BARE], port, { ...env, PORT: String(port) });
     for (let i = 0; i < STARTS; i++) {
+      setCodeCache(cache);
       hub.push(await startOnce(hubArgs, port, env));
       bare.push((await startOnce(['-e', BARE], port, { ...env, PORT: String(port) })).ms);
+      setCodeCache(null);
+      cold.push((await startOnce(hubArgs, port, env)).ms);
       exits.push(await nodeExitMs());
     }
+    setCodeCache(cache);
     const ms = hub.map((h) => h.ms);
     const ready = hub.map((h) => h.readyLineMs).filter((x): x is number => x !== null);
     const note =
       `n=${STARTS} alternating; /healthz polled every ${POLL_MS} ms on a new connection; ` +
-      `"hub ready" log line p50 ${p50(ready).toFixed(0)} ms; node -e 0 spawn → exit p50 ${p50(exits).toFixed(0)} ms`;
+      `"hub ready" log line p50 ${p50(ready).toFixed(0)} ms; node -e 0 spawn → exit p50 ${p50(exits).toFixed(0)} ms; ` +
+      `code cache ${(cache.length / 1e6).toFixed(1)} MB`;
     return [
+      {
+        name: `hub restart → /healthz 200, ${kind}, no code cache, p50`,
+        unit: 'ms',
+        value: p50(cold),
+        baseline: { name: 'bare node:http server, p50', value: p50(bare) },
+        higherIsBetter: false,
+        note: 'the first start after a build or a Node upgrade, or with dist/ read-only',
+      },
       {
         name: `hub restart → /healthz 200, ${kind}, p50`,
         unit: 'ms',

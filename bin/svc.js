@@ -6,14 +6,17 @@
 // (scripts/transpile.mjs, see README.md "Development").
 //
 // The bundle runs with V8's code cache (docs/operations.md "Start-up"): its compiled code is kept in
-// dist/cli.cjs.<node>-<arch>.cache beside it, written when a run ends with more compiled than the
-// cache holds (or the cache was missing or refused), so that the next start does not parse 4 MB of
-// JavaScript again. Only whoever may write dist/ may write it; when dist/ is read-only, nothing is kept.
+// dist/cli.cjs.<node>-<arch>.cache beside it, written when a run ends if the cache was missing or
+// unusable, or after a long run that compiled more than it holds, so that the next start does not
+// parse 4 MB of JavaScript again. Only whoever may write dist/ may write it; when dist/ is read-only, nothing is kept.
 import { existsSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import vm from 'node:vm';
+
+/** A run this long (ms) may replace a usable code cache with a fuller one. */
+const LONG_RUN_MS = 2000;
 
 const tree = process.env.SVC_CLI_DIST;
 const bundle = tree
@@ -49,9 +52,11 @@ function runCached(file) {
   const script = new vm.Script(wrapper, { filename: file, cachedData: cached });
   const stale = cached === undefined || script.cachedDataRejected === true;
   process.once('exit', () => {
+    // Making the cache costs about 20 ms: a short run (most commands) only replaces a missing or
+    // unusable one; a long one (hub, daemon, a watch) also one that holds less than it compiled.
+    if (!stale && performance.now() < LONG_RUN_MS) return;
     try {
       const data = script.createCachedData();
-      // Kept when it holds more than the cache read (functions compiled since), or replaces none.
       if (!stale && data.length <= cached.length * 1.05) return;
       const tmp = `${cacheFile}.${process.pid}.tmp`;
       writeFileSync(tmp, Buffer.concat([key, data]), { mode: 0o644 });
