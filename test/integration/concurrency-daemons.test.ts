@@ -77,6 +77,7 @@ describe('a daemon process that freezes or dies frees its runs’ slots', () => 
       },
     });
     await victim.waitFor(/"msg":"connected to the hub"/);
+    writeFileSync(path.join(dir, 'daemon.pid'), String(victim.child.pid));
     // Runs of `on-victim` and `freezing` can only go to the process, runs of `elsewhere` only to
     // the live daemon.
     await stampTeam('on-victim', dt.daemon_id, { hold: true });

@@ -56,14 +56,15 @@ export async function runAgentPhase(
       SVC_ARTIFACTS_DIR: artifactsDir,
     },
     onLine: (line) => run.logs.push({ ...line, phase: phase.name }),
-    ...(ctx.spawn ? { spawn: ctx.spawn } : {}),
+    spawn: ctx.spawn,
   });
   run.agents.add(agent);
   try {
     if (run.stopped) agent.stop(ctx.killGraceMs);
+    const pid = await agent.pid;
     await ctx.caller.report(run, 'phase.started', {
       phase: phase.name,
-      ...(agent.pid ? { pid: agent.pid } : {}),
+      ...(pid ? { pid } : {}),
     });
     const result = await agent.result;
     run.artifactsDir = null;

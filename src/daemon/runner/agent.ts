@@ -1,9 +1,9 @@
-import { type ChildProcess, spawn as nodeSpawn } from 'node:child_process';
 import { mkdirSync, readFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { jsonTextTooDeep } from '../../shared/json-depth.js';
 import type { RunAgentManifest, RunLogLine } from '../../shared/protocol.js';
+import type { Spawn } from './spawner.js';
 
 /** How deep an agent's outputs may nest (well within the hub's body limit, see agent.ts). */
 export const MAX_OUTPUT_DEPTH = 100;
@@ -13,10 +13,9 @@ export const MAX_OUTPUT_DEPTH = 100;
  * whatever it started), a minimal environment with the SVC_* values, a timeout, exit 0 = success, outputs read from the
  * JSON file named by SVC_OUTPUT, stdout/stderr lines handed to `onLine`.
  */
-export type SpawnFn = typeof nodeSpawn;
-
 export interface AgentRun {
-  pid: number | null;
+  /** The agent's pid once it runs (null when it could not start). */
+  pid: Promise<number | null>;
   /** Resolves when the process ended (never rejects). */
   result: Promise<{ ok: true; outputs: unknown } | { ok: false; error: string }>;
   /** SIGTERM to the process group, then SIGKILL after `graceMs`. */
@@ -31,7 +30,8 @@ export interface AgentSpec {
   /** The phase's secrets as environment variables (over the manifest's env, under SVC_* values). */
   secrets?: Record<string, string>;
   onLine(line: RunLogLine): void;
-  spawn?: SpawnFn;
+  /** Starts the process (the daemon's spawner.ts). */
+  spawn: Spawn;
 }
 
 /**
@@ -103,15 +103,16 @@ function removeFile(file: string): void {
   }
 }
 
-function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, sig);
-  } catch {
+/** Signals the agent's process group (it leads one), once it runs. */
+function signalGroup(pid: Promise<number | null>, sig: NodeJS.Signals): void {
+  void pid.then((p) => {
+    if (p === null) return;
     try {
-      child.kill(sig);
-    } catch {}
-  }
+      process.kill(-p, sig);
+    } catch {
+      // the group is gone
+    }
+  });
 }
 
 export function startAgent(spec: AgentSpec): AgentRun {
@@ -122,11 +123,9 @@ export function startAgent(spec: AgentSpec): AgentRun {
   mkdirSync(outputs, { recursive: true });
   removeFile(spec.outputFile);
   const [cmd, ...args] = manifest.command;
-  const child = (spec.spawn ?? nodeSpawn)(cmd!, args, {
+  const child = spec.spawn(cmd!, args, {
     cwd: spec.cwd,
     env: agentEnvironment({ ...manifest.env, ...spec.secrets }, { ...spec.env, SVC_OUTPUT: spec.outputFile }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
   });
   let timedOut = false;
   let stopped = false;
@@ -134,8 +133,8 @@ export function startAgent(spec: AgentSpec): AgentRun {
   const stop = (graceMs: number) => {
     if (stopped) return;
     stopped = true;
-    signalGroup(child, 'SIGTERM');
-    killTimer = setTimeout(() => signalGroup(child, 'SIGKILL'), graceMs);
+    signalGroup(child.pid, 'SIGTERM');
+    killTimer = setTimeout(() => signalGroup(child.pid, 'SIGKILL'), graceMs);
     killTimer.unref();
   };
   const timeout = setTimeout(() => {
@@ -147,53 +146,43 @@ export function startAgent(spec: AgentSpec): AgentRun {
     ['stdout', child.stdout],
     ['stderr', child.stderr],
   ] as const) {
-    if (!src) continue;
     createInterface({ input: src, crlfDelay: Number.POSITIVE_INFINITY }).on('line', (text) =>
       spec.onLine({ stream, text, at: Date.now() }),
     );
   }
-  const result = new Promise<{ ok: true; outputs: unknown } | { ok: false; error: string }>((resolve) => {
-    let spawnError: Error | null = null;
-    child.on('error', (err) => {
-      spawnError = err;
-      if (child.pid === undefined) {
-        clearTimeout(timeout);
-        resolve({ ok: false, error: `could not start ${cmd}: ${err.message}` });
-      }
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timeout);
-      if (killTimer) clearTimeout(killTimer);
-      // Whatever the agent started in its group goes with it.
-      if (child.pid !== undefined && code === null) signalGroup(child, 'SIGKILL');
-      if (spawnError) return resolve({ ok: false, error: `could not start ${cmd}: ${spawnError.message}` });
-      if (timedOut) return resolve({ ok: false, error: `timed out after ${manifest.timeout_ms} ms` });
-      if (code !== 0) {
-        return resolve({
-          ok: false,
-          error: signal ? `the agent was stopped by ${signal}` : `the agent exited with code ${code}`,
-        });
-      }
-      let text: string;
-      try {
-        text = readFileSync(spec.outputFile, 'utf8');
-      } catch {
-        return resolve({ ok: true, outputs: {} });
-      }
-      if (text.trim() === '') return resolve({ ok: true, outputs: {} });
-      // Outputs travel on inside other bodies (reports, later phases, child runs), each adding
-      // levels, and the hub refuses bodies nested deeper than MAX_JSON_DEPTH.
-      if (jsonTextTooDeep(text, MAX_OUTPUT_DEPTH)) {
-        return resolve({ ok: false, error: `SVC_OUTPUT is nested deeper than ${MAX_OUTPUT_DEPTH} levels` });
-      }
-      try {
-        const value: unknown = JSON.parse(text);
-        // Outputs are an object (or a list); anything else is kept as {value}.
-        resolve({ ok: true, outputs: value !== null && typeof value === 'object' ? value : { value } });
-      } catch (e) {
-        resolve({ ok: false, error: `SVC_OUTPUT is not valid JSON: ${(e as Error).message}` });
-      }
-    });
+  const result = child.exit.then((exit): { ok: true; outputs: unknown } | { ok: false; error: string } => {
+    clearTimeout(timeout);
+    if (killTimer) clearTimeout(killTimer);
+    if ('error' in exit) return { ok: false, error: `could not start ${cmd}: ${exit.error}` };
+    const { code, signal } = exit;
+    // Whatever the agent started in its group goes with it.
+    if (code === null) signalGroup(child.pid, 'SIGKILL');
+    if (timedOut) return { ok: false, error: `timed out after ${manifest.timeout_ms} ms` };
+    if (code !== 0) {
+      return {
+        ok: false,
+        error: signal ? `the agent was stopped by ${signal}` : `the agent exited with code ${code}`,
+      };
+    }
+    let text: string;
+    try {
+      text = readFileSync(spec.outputFile, 'utf8');
+    } catch {
+      return { ok: true, outputs: {} };
+    }
+    if (text.trim() === '') return { ok: true, outputs: {} };
+    // Outputs travel on inside other bodies (reports, later phases, child runs), each adding
+    // levels, and the hub refuses bodies nested deeper than MAX_JSON_DEPTH.
+    if (jsonTextTooDeep(text, MAX_OUTPUT_DEPTH)) {
+      return { ok: false, error: `SVC_OUTPUT is nested deeper than ${MAX_OUTPUT_DEPTH} levels` };
+    }
+    try {
+      const value: unknown = JSON.parse(text);
+      // Outputs are an object (or a list); anything else is kept as {value}.
+      return { ok: true, outputs: value !== null && typeof value === 'object' ? value : { value } };
+    } catch (e) {
+      return { ok: false, error: `SVC_OUTPUT is not valid JSON: ${(e as Error).message}` };
+    }
   });
-  return { pid: child.pid ?? null, result, stop };
+  return { pid: child.pid, result, stop };
 }

@@ -3,9 +3,9 @@ import type { Logger } from '../../shared/logger.js';
 import type { ArtifactUploader } from '../artifacts/uploader.js';
 import type { DaemonDB } from '../db/schema.js';
 import type { HugInbox } from '../hug/inbox.js';
-import type { SpawnFn } from './agent.js';
 import type { ChildRuns } from './children.js';
 import type { RunHubCaller } from './hub-caller.js';
+import type { Spawn } from './spawner.js';
 
 /** What the parts of the runner share: the daemon's database, hub calls, clock and settings. */
 export interface RunnerContext {
@@ -15,7 +15,8 @@ export interface RunnerContext {
   now: () => number;
   /** The daemon's home: per-run directories and output files live under `<home>/runs/`. */
   home: string;
-  spawn?: SpawnFn;
+  /** Starts agent processes (through the spawner's helper process). */
+  spawn: Spawn;
   killGraceMs: number;
   /** `hug/deliver` notifies it; a run waiting for a verdict listens. */
   inbox: HugInbox;

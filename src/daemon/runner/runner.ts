@@ -7,7 +7,6 @@ import type { HubApi } from '../hub-api.js';
 import { HugInbox } from '../hug/inbox.js';
 import { ActiveRun } from './active-run.js';
 import { removeActiveRun, saveActiveRun } from './active-runs.repo.js';
-import type { SpawnFn } from './agent.js';
 import { ChildRuns } from './children.js';
 import type { RunnerContext } from './context.js';
 import { Closing, RunHubCaller } from './hub-caller.js';
@@ -15,6 +14,7 @@ import { startRunTimers } from './lease.js';
 import { recoverRuns } from './recover.js';
 import type { ReviewWait } from './review-wait.js';
 import { driveRun } from './run-loop.js';
+import { Spawner } from './spawner.js';
 
 /**
  * The daemon's run executor. `runs/execute` starts a run here and answers at once; the run's phases
@@ -30,7 +30,6 @@ export interface RunnerOptions {
   now: () => number;
   /** The daemon's home: per-run directories and output files live under `<home>/runs/`. */
   home: string;
-  spawn?: SpawnFn;
   /** SIGTERM → SIGKILL grace when a run is cancelled (default 5 s). */
   killGraceMs?: number;
   /** Log lines are uploaded this often (default 200 ms). */
@@ -47,6 +46,8 @@ export class Runner {
   /** Artifacts of ended phases on their way to the hub. */
   readonly artifacts: ArtifactUploader;
   private readonly runs = new Map<string, ActiveRun>();
+  /** Starts agents from a small helper process (spawner.ts). */
+  private readonly spawner = new Spawner();
   private readonly ctx: RunnerContext;
   private closing = false;
   private recovering: Promise<number> | null = null;
@@ -67,7 +68,7 @@ export class Runner {
       log: opts.log,
       now: opts.now,
       home: opts.home,
-      ...(opts.spawn ? { spawn: opts.spawn } : {}),
+      spawn: this.spawner.spawn,
       killGraceMs: opts.killGraceMs ?? 5_000,
       inbox: this.hugInbox,
       artifacts: this.artifacts,
@@ -159,6 +160,7 @@ export class Runner {
     const runs = [...this.runs.values()];
     for (const r of runs) r.halt();
     await Promise.all(runs.map((r) => r.done.catch(() => {})));
+    await this.spawner.close();
     await this.artifacts.close();
   }
 
