@@ -93,6 +93,17 @@ describe('the agent spawner', () => {
     assert.notEqual(spawner.helperPid, helper);
   });
 
+  it('a helper that cannot start fails its agents with the reason', async () => {
+    const broken = new Spawner('/no/such/node');
+    try {
+      const exit = await broken.spawn('/bin/true', [], { cwd: '/tmp', env }).exit;
+      assert.ok('error' in exit);
+      assert.match(exit.error, /could not start the agent spawner \(\/no\/such\/node\): .*ENOENT/);
+    } finally {
+      await broken.close();
+    }
+  });
+
   it('once closed, its helper has exited and an agent is refused', async () => {
     const own = new Spawner();
     const helper = own.helperPid!;

@@ -86,7 +86,7 @@ export class Spawner {
   private closed = false;
 
   /** Starts the helper now, so that the first agent does not wait for Node to start. */
-  constructor() {
+  constructor(private readonly node = process.execPath) {
     this.helper = this.startHelper();
   }
 
@@ -129,7 +129,7 @@ export class Spawner {
   async close(): Promise<void> {
     this.closed = true;
     const proc = this.helper?.proc;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    if (!proc || proc.pid === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
     held(proc, true);
     if (proc.connected) proc.disconnect();
@@ -138,7 +138,7 @@ export class Spawner {
   }
 
   private startHelper(): Helper {
-    const proc = spawn(process.execPath, ['-e', HELPER], {
+    const proc = spawn(this.node, ['-e', HELPER], {
       // Nothing of the daemon's environment (no NODE_OPTIONS, no credentials): each agent's comes
       // with its message.
       env: {},
@@ -150,21 +150,22 @@ export class Spawner {
     });
     const helper: Helper = { proc, agents: new Map() };
     proc.on('message', (m: HelperMessage) => onMessage(helper, m));
-    proc.on('error', () => {
-      // Could not start, or a message could not be sent: its exit settles its agents.
-    });
-    proc.once('exit', () => {
+    const lost = (why: string) => {
       if (this.helper === helper) this.helper = null;
       for (const a of helper.agents.values()) {
         if (a.pid !== null) killGroup(a.pid);
-        settle(a, {
-          error: this.closed
-            ? 'the daemon is stopping'
-            : 'the process that started the agent ended unexpectedly; the agent was stopped',
-        });
+        settle(a, { error: this.closed ? 'the daemon is stopping' : why });
       }
       helper.agents.clear();
+    };
+    proc.on('error', (err) => {
+      // A helper that could not start never exits: its agents end here. Otherwise (a message that
+      // could not be sent to a helper on its way out) its exit settles them.
+      if (proc.pid === undefined) lost(`could not start the agent spawner (${this.node}): ${err.message}`);
     });
+    proc.once('exit', () =>
+      lost('the process that started the agent ended unexpectedly; the agent was stopped'),
+    );
     held(proc, false);
     return helper;
   }
