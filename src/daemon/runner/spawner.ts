@@ -85,7 +85,10 @@ export class Spawner {
   private nextId = 1;
   private closed = false;
 
-  /** Starts the helper now, so that the first agent does not wait for Node to start. */
+  /**
+   * Starts the helper now, so that the first agent does not wait for Node to start. `node` is the
+   * executable that runs it (this process's own).
+   */
   constructor(private readonly node = process.execPath) {
     this.helper = this.startHelper();
   }
