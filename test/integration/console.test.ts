@@ -178,6 +178,32 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ url: 'https
     return JSON.parse(r.stdout).data.run_id as string;
   }
 
+  /**
+   * Waits for `text` on the page; when it never comes, the failure says what the page showed and
+   * which API calls it made last, with their statuses.
+   */
+  async function showsText(page: Page, text: string) {
+    const calls: string[] = [];
+    const record = (res: { url(): string; status(): number }) => {
+      const url = new URL(res.url());
+      if (url.pathname.startsWith('/v1/')) calls.push(`${res.status()} ${url.pathname}`);
+    };
+    page.on('response', record);
+    try {
+      await page.getByText(text).waitFor();
+    } catch (err) {
+      const shown = await page
+        .locator('main')
+        .innerText({ timeout: 1000 })
+        .catch(() => '(no main)');
+      throw new Error(
+        `"${text}" never showed at ${page.url()}; the page showed:\n${shown}\nAPI calls since: ${calls.slice(-20).join(', ') || 'none'}\n${(err as Error).message}`,
+      );
+    } finally {
+      page.off('response', record);
+    }
+  }
+
   // Browser-side expressions are strings: this project's TypeScript has no DOM library.
   const focused = (page: Page, prop: 'id' | 'textContent') =>
     page.evaluate<string | null>(`document.activeElement?.${prop} ?? null`);
@@ -282,7 +308,7 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ url: 'https
     }
     // The reviews inbox shows Vic nothing to decide either.
     await page.getByRole('link', { name: 'Reviews' }).click();
-    await page.getByText('Nothing waits for a review.').waitFor();
+    await showsText(page, 'Nothing waits for a review.');
 
     const cancel = await h.call('runs/cancel', { run_id: runId }, vic.token);
     assert.equal(cancel.status, 403);
