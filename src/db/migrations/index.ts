@@ -16,6 +16,7 @@ import * as m0014 from './0014_artifacts.js';
 import * as m0015 from './0015_concurrency.js';
 import * as m0016 from './0016_review_context.js';
 import * as m0017 from './0017_runs_daemon.js';
+import * as m0018 from './0018_history_realm.js';
 
 /** Every migration, in order. Names sort lexically; append, never edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '0015_concurrency': m0015,
   '0016_review_context': m0016,
   '0017_runs_daemon': m0017,
+  '0018_history_realm': m0018,
 };

@@ -72,6 +72,8 @@ export interface RunGroupsTable {
 export interface RunHistoryTable {
   id: string;
   run_id: string;
+  /** The run's realm (its realm's event stream reads by it); null only for entries of a run that was gone when it was added. */
+  realm_id: string | null;
   type: string;
   at: number;
   from_phase: string | null;

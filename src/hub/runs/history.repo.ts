@@ -57,6 +57,7 @@ export async function addHistories(
     entries.map(({ run, state, entry: e }) => ({
       id: hub.newId(),
       run_id: run.run_id,
+      realm_id: run.realm_id,
       type: e.type,
       at,
       from_phase: e.from_phase ?? null,
@@ -126,15 +127,18 @@ export async function historyAfter(
 
 /** History entries of the realm's runs after `afterId`, oldest first: which runs changed. */
 export function realmChangesAfter(db: Kysely<DB>, realmId: string, afterId: string, limit: number) {
+  return realmChangesQuery(db, realmId, afterId, limit).execute();
+}
+
+/** realmChangesAfter's statement (an index of (realm_id, id) serves it: no walk of the realm's runs). */
+export function realmChangesQuery(db: Kysely<DB>, realmId: string, afterId: string, limit: number) {
   return db
-    .selectFrom('run_history as h')
-    .innerJoin('runs as r', 'r.run_id', 'h.run_id')
-    .select(['h.id', 'h.run_id'])
-    .where('r.realm_id', '=', realmId)
-    .where('h.id', '>', afterId)
-    .orderBy('h.id')
-    .limit(limit)
-    .execute();
+    .selectFrom('run_history')
+    .select(['id', 'run_id'])
+    .where('realm_id', '=', realmId)
+    .where('id', '>', afterId)
+    .orderBy('id')
+    .limit(limit);
 }
 
 function historyOut(r: RunHistoryTable): HistoryOut {

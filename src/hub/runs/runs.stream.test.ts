@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
+import { CompiledQuery } from 'kysely';
 import { post, startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
 import { followEvents, type StreamEvent, StreamRefused } from '../../shared/api/event-stream.js';
 import type { OfferJobBody } from './dispatch.service.js';
-import { addHistory } from './history.repo.js';
+import { addHistory, realmChangesQuery } from './history.repo.js';
 import { loadRun } from './runs.repo.js';
 
 describe('live updates: run and realm event streams', () => {
@@ -153,6 +154,18 @@ describe('live updates: run and realm event streams', () => {
     controller.abort();
     const mine = states.filter((s) => s.run_id === first.runId).map((s) => s.state);
     assert.equal(mine.at(-1), 'succeeded');
+  });
+
+  it('a realm stream reads the changes after its cursor by an index, not by walking the realm’s runs', async (t) => {
+    const hub = h.running.hub;
+    if (hub.dialect !== 'sqlite') return t.skip('a query plan of SQLite');
+    const compiled = realmChangesQuery(hub.db, w.realmId, '0', 500).compile();
+    const plan = await hub.db.executeQuery<{ detail: string }>(
+      CompiledQuery.raw(`explain query plan ${compiled.sql}`, [...compiled.parameters]),
+    );
+    const details = plan.rows.map((r) => r.detail).join(' | ');
+    assert.match(details, /USING (COVERING )?INDEX run_history_realm \(realm_id=\? AND id>\?\)/);
+    assert.doesNotMatch(details, /\bruns\b|TEMP B-TREE/);
   });
 
   it('a change made through another hub process reaches the stream on this one at once', {
