@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Hub } from '../../src/hub/context.js';
-import type { TestHub } from './hub.js';
+import { startTestHub, type TestHub } from './hub.js';
+import { buildWorld, type World } from './world.js';
 
 /** A directory of agent scripts written by a test (CommonJS, run with `node`). */
 export function agentDir(): { dir: string; write(name: string, source: string): string; cleanup(): void } {
@@ -50,6 +51,18 @@ export async function registerTeam(
   });
   if (opts.allow !== false) await allowOrgTeams(h, orgId);
   return r.data;
+}
+
+/**
+ * A test hub with a world (test/helpers/world.ts) and a one-phase team `team` of a no-op agent. No
+ * daemon: its runs stay queued.
+ */
+export async function hubWithTeam(team: string): Promise<{ h: TestHub; w: World }> {
+  const h = await startTestHub();
+  const w = await buildWorld(h);
+  await registerAgent(h, w.orgId, 'noop', 'noop.js');
+  await registerTeam(h, w.orgId, team, [{ name: 'only', agent: 'noop' }]);
+  return { h, w };
 }
 
 /**

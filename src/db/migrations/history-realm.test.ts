@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type Kysely, sql } from 'kysely';
-import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
-import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
-import { buildWorld, type World } from '../../../test/helpers/world.js';
+import type { TestHub } from '../../../test/helpers/hub.js';
+import { hubWithTeam } from '../../../test/helpers/runs.js';
+import type { World } from '../../../test/helpers/world.js';
 import * as historyRealm from './0018_history_realm.js';
 
 /** Migration 0018 on a database that has runs: every history entry gets its run's realm. */
@@ -11,10 +11,7 @@ describe('migration 0018_history_realm', () => {
   let h: TestHub;
   let w: World;
   before(async () => {
-    h = await startTestHub();
-    w = await buildWorld(h);
-    await registerAgent(h, w.orgId, 'noop', 'noop.js');
-    await registerTeam(h, w.orgId, 'solo', [{ name: 'only', agent: 'noop' }]);
+    ({ h, w } = await hubWithTeam('solo'));
   });
   after(() => h.close());
 

@@ -1,17 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
-import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
-import { buildWorld, type World } from '../../../test/helpers/world.js';
+import type { TestHub } from '../../../test/helpers/hub.js';
+import { hubWithTeam } from '../../../test/helpers/runs.js';
+import type { World } from '../../../test/helpers/world.js';
 
 describe('default run names', () => {
   let h: TestHub;
   let w: World;
   before(async () => {
-    h = await startTestHub();
-    w = await buildWorld(h);
-    await registerAgent(h, w.orgId, 'noop', 'noop.js');
-    await registerTeam(h, w.orgId, 'named', [{ name: 'only', agent: 'noop' }]);
+    ({ h, w } = await hubWithTeam('named'));
   });
   after(() => h.close());
 
