@@ -42,13 +42,13 @@ describe('the built CLI', () => {
     const dev = startCli(['dev'], { env, cwd });
     try {
       await dev.waitFor(/Press Ctrl-C to stop/);
-      const out = dev.stdout();
-      const consoleUrl = /^\s+console\s+(http:\/\/\S+)/m.exec(out)?.[1];
+      const printed = dev.stdout();
+      const consoleUrl = /^\s+console\s+(http:\/\/\S+)/m.exec(printed)?.[1];
       const page = await fetch(consoleUrl!);
       assert.equal(page.status, 200);
       assert.match(await page.text(), /<title>svc console<\/title>/);
-      const runLine = /^\s+(?:npx )?svc (runs start .+)$/m.exec(out)?.[1];
-      assert.ok(runLine, out);
+      const runLine = /^\s+(?:npx )?svc (runs start .+)$/m.exec(printed)?.[1];
+      assert.ok(runLine, printed);
       const run = await runCli(runLine.split(/\s+/), {
         env: { SVC_CLI_DIST: env.SVC_CLI_DIST, SVC_CONFIG_DIR: env.SVC_CONFIG_DIR },
       });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { jsonTextTooDeep } from '../../shared/json-depth.js';
 import type { RunAgentManifest, RunLogLine } from '../../shared/protocol.js';
-import type { Spawn } from './spawner.js';
+import { type Spawn, signalGroup } from './spawner.js';
 
 /** How deep an agent's outputs may nest (well within the hub's body limit, see agent.ts). */
 export const MAX_OUTPUT_DEPTH = 100;
@@ -103,15 +103,10 @@ function removeFile(file: string): void {
   }
 }
 
-/** Signals the agent's process group (it leads one), once it runs. */
-function signalGroup(pid: Promise<number | null>, sig: NodeJS.Signals): void {
+/** Signals the agent's process group once it runs. */
+function signalAgent(pid: Promise<number | null>, sig: NodeJS.Signals): void {
   void pid.then((p) => {
-    if (p === null) return;
-    try {
-      process.kill(-p, sig);
-    } catch {
-      // the group is gone
-    }
+    if (p !== null) signalGroup(p, sig);
   });
 }
 
@@ -133,8 +128,8 @@ export function startAgent(spec: AgentSpec): AgentRun {
   const stop = (graceMs: number) => {
     if (stopped) return;
     stopped = true;
-    signalGroup(child.pid, 'SIGTERM');
-    killTimer = setTimeout(() => signalGroup(child.pid, 'SIGKILL'), graceMs);
+    signalAgent(child.pid, 'SIGTERM');
+    killTimer = setTimeout(() => signalAgent(child.pid, 'SIGKILL'), graceMs);
     killTimer.unref();
   };
   const timeout = setTimeout(() => {
@@ -156,7 +151,7 @@ export function startAgent(spec: AgentSpec): AgentRun {
     if ('error' in exit) return { ok: false, error: `could not start ${cmd}: ${exit.error}` };
     const { code, signal } = exit;
     // Whatever the agent started in its group goes with it.
-    if (code === null) signalGroup(child.pid, 'SIGKILL');
+    if (code === null) signalAgent(child.pid, 'SIGKILL');
     if (timedOut) return { ok: false, error: `timed out after ${manifest.timeout_ms} ms` };
     if (code !== 0) {
       return {

@@ -96,19 +96,14 @@ export class Spawner {
   readonly spawn: Spawn = (cmd, args, opts) => {
     let started!: (pid: number | null) => void;
     let ended!: (exit: AgentExit) => void;
+    const [stdout, stderr] = [new PassThrough(), new PassThrough()];
     const agent: AgentProcess = {
       pid: new Promise((resolve) => (started = resolve)),
-      stdout: new PassThrough(),
-      stderr: new PassThrough(),
+      stdout,
+      stderr,
       exit: new Promise((resolve) => (ended = resolve)),
     };
-    const pending: Pending = {
-      pid: null,
-      started,
-      stdout: agent.stdout as PassThrough,
-      stderr: agent.stderr as PassThrough,
-      ended,
-    };
+    const pending: Pending = { pid: null, started, stdout, stderr, ended };
     if (this.closed) {
       settle(pending, { error: 'the daemon is stopping' });
       return agent;
@@ -156,7 +151,7 @@ export class Spawner {
     const lost = (why: string) => {
       if (this.helper === helper) this.helper = null;
       for (const a of helper.agents.values()) {
-        if (a.pid !== null) killGroup(a.pid);
+        if (a.pid !== null) signalGroup(a.pid, 'SIGKILL');
         settle(a, { error: this.closed ? 'the daemon is stopping' : why });
       }
       helper.agents.clear();
@@ -215,10 +210,11 @@ function held(helper: ChildProcess, yes: boolean): void {
   }
 }
 
-function killGroup(pid: number): void {
+/** Signals a process group (an agent leads one: its pid is the group's id). */
+export function signalGroup(pid: number, sig: NodeJS.Signals): void {
   try {
-    process.kill(-pid, 'SIGKILL');
+    process.kill(-pid, sig);
   } catch {
-    // already gone
+    // the group is gone
   }
 }
