@@ -1,15 +1,62 @@
 /**
- * Bench child processes: a parent starts a TypeScript file under tsx and talks to it in JSON lines
+ * Bench child processes: a parent starts one of bench/lib/*-process.ts and talks to it in JSON lines
  * (requests on the child's stdin, replies on its stdout; the child's logs must stay off stdout).
  * Used to keep a load generator or a measured server off the bench process's event loop and heap.
+ *
+ * The children run as compiled JavaScript, as a deployed hub or daemon does, not under tsx: once per
+ * bench run, esbuild bundles them (the sources, not the packages) into .bench-dist/. tsx compiles
+ * each module as it loads it, through a loader thread, which added a second or more to every start
+ * and so to every reconnect storm.
  */
 import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { writeHeapSnapshot } from 'node:v8';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const OUT = path.join(ROOT, '.bench-dist');
+const CHILDREN = ['daemon-process', 'daemons-process', 'hub-process', 'load-process'];
+
+let built: Promise<void> | undefined;
+
+/**
+ * The children, bundled once per bench run. Each module keeps its own `import.meta.url` (its source
+ * file's), so that the paths it finds relative to itself are those it finds under tsx.
+ */
+function buildChildren(): Promise<void> {
+  built ??= (async () => {
+    const esbuild = await import('esbuild');
+    await esbuild.build({
+      absWorkingDir: ROOT,
+      entryPoints: CHILDREN.map((c) => path.join(ROOT, 'bench/lib', `${c}.ts`)),
+      outdir: OUT,
+      outExtension: { '.js': '.mjs' },
+      bundle: true,
+      splitting: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      packages: 'external',
+      logLevel: 'warning',
+      plugins: [
+        {
+          name: 'source-urls',
+          setup(build) {
+            build.onLoad({ filter: /\.ts$/ }, async (args) => {
+              const text = await readFile(args.path, 'utf8');
+              if (!text.includes('import.meta.url')) return undefined;
+              const url = JSON.stringify(pathToFileURL(args.path).href);
+              return { contents: text.replaceAll('import.meta.url', url), loader: 'ts' };
+            });
+          },
+        },
+      ],
+    });
+  })();
+  return built;
+}
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON messages between processes
 type Json = any;
@@ -32,18 +79,17 @@ export interface ChildOptions {
   fdLimit?: number;
 }
 
-/** Starts `bench/lib/<file>` under tsx and waits for its ready line. */
+/** Starts `bench/lib/<file>` (bundled, see above) and waits for its ready line. */
 export async function startChild(file: string, opts: ChildOptions = {}): Promise<Child> {
+  await buildChildren();
   const node = [
     process.execPath,
-    '--import',
-    'tsx',
     // SVC_BENCH_PROFILE=DIR: each child writes a CPU profile there when it exits (node --cpu-prof).
     ...(process.env.SVC_BENCH_PROFILE
       ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SVC_BENCH_PROFILE}`]
       : []),
     ...(opts.nodeArgs ?? []),
-    path.join(ROOT, 'bench/lib', file),
+    path.join(OUT, file.replace(/\.ts$/, '.mjs')),
     ...(opts.args ?? []),
   ];
   const [cmd, ...args] = opts.fdLimit
