@@ -6,6 +6,7 @@ import type { Clock, IdGen } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from '../shared/shutdown.js';
 import type { AccessCache } from './access/access-cache.js';
+import type { CatalogCache } from './catalog/catalog-cache.js';
 import type { RulesCache } from './notifications/rules-cache.js';
 import type { Cipher, Mailer, PasswordGate, Tunnel } from './ports.js';
 import type { ClaimedItems } from './runs/claimed-items.js';
@@ -35,6 +36,8 @@ export interface Hub {
   access: AccessCache;
   /** Each organization's notification rules, kept for at most a second (src/hub/notifications/rules-cache.ts). */
   rules: RulesCache;
+  /** Team versions by name, run definitions and agents' manifests, kept for at most a second (src/hub/catalog/catalog-cache.ts). */
+  catalog: CatalogCache;
   /** The run queue's metrics in this process (src/hub/runs/run-metrics.ts). */
   runMetrics: RunMetrics;
   /** Queue items claimed through this process, so that the losing claims need no transaction (src/hub/runs/claimed-items.ts). */

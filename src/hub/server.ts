@@ -19,6 +19,7 @@ import { artifactsOf } from './artifacts/artifacts.service.js';
 import { folderStore } from './artifacts/store.js';
 import { createPasswordGate } from './auth/password-gate.js';
 import { bootstrapAdmin } from './auth/users.js';
+import { createCatalogCache } from './catalog/catalog-cache.js';
 import { createLocalBus, createPgBus } from './cluster/bus.js';
 import { type Presence, startPresence } from './cluster/presence.js';
 import { registerConsole } from './console.js';
@@ -117,14 +118,16 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     );
     const resealed = await resealAll(database.db, cipher);
     if (resealed > 0) log.info({ resealed, key_id: cipher.keyId }, 'secrets sealed under the current key');
-    // Authentication, roles and notification rules are cached; the handle's plugins clear each cache
-    // on the writes that matter to it.
+    // Authentication, roles, notification rules and the catalog reads of dispatch are cached; the
+    // handle's plugins clear each cache on the writes that matter to it.
     const access = createAccessCache();
     const rules = createRulesCache();
+    const catalog = createCatalogCache();
     const base: Omit<Hub, 'tunnel'> = {
-      db: database.db.withPlugin(access.watch).withPlugin(rules.watch),
+      db: database.db.withPlugin(access.watch).withPlugin(rules.watch).withPlugin(catalog.watch),
       access,
       rules,
+      catalog,
       dialect: database.dialect,
       log,
       now: opts.now ?? Date.now,

@@ -6,7 +6,7 @@ import { AppError, conflict, notFound } from '../../shared/errors.js';
 import type { StartChildBody } from '../../shared/protocol.js';
 import { requireRealm } from '../access/access.service.js';
 import type { Actor, DaemonActor } from '../access/actor.js';
-import { findAgent, findTeamVersion, teamVersionInOrg, teamVersionsById } from '../catalog/catalog.repo.js';
+import { findAgent, teamVersionInOrg, teamVersionsById } from '../catalog/catalog.repo.js';
 import { parseRef } from '../catalog/manifest.js';
 import type { Hub } from '../context.js';
 import { inTx } from '../daemons/commands.js';
@@ -114,10 +114,10 @@ export async function resolveTarget(hub: Hub, orgId: string, input: NewRunInput)
     // team_id names the team (its newest version), or a team version id directly.
     const rows = await teamVersionsById(hub.db, orgId, input.team_id);
     const direct = rows.find((r) => r.id === input.team_id);
-    tv = direct ?? (rows[0] ? await findTeamVersion(hub.db, orgId, rows[0].name, null) : null);
+    tv = direct ?? (rows[0] ? await hub.catalog.teamVersion(hub.db, orgId, rows[0].name, null) : null);
   } else {
     const ref = parseRef(input.team!);
-    tv = await findTeamVersion(hub.db, orgId, ref.name, ref.version);
+    tv = await hub.catalog.teamVersion(hub.db, orgId, ref.name, ref.version);
   }
   if (!tv) throw notFound('team');
   return {

@@ -5,12 +5,11 @@ import type { WaitingFor } from '../../shared/api/runs.js';
 import { forbidden, notFound } from '../../shared/errors.js';
 import type { ExecuteRunBody, RunAgentManifest, RunPhase } from '../../shared/protocol.js';
 import type { DaemonActor } from '../access/actor.js';
-import { agentManifests, definitionOfVersion } from '../catalog/catalog.repo.js';
+import { definitionOfVersion } from '../catalog/catalog.repo.js';
 import { daemonsThatMayRun, type RunNeeds } from '../catalog/installs.service.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
 import { realmsOfDaemons } from '../daemons/daemons.repo.js';
-import type { Cipher } from '../ports.js';
 import { SEALED_SECRETS_FIELD, sealedRunSecrets } from '../secrets/resolve.js';
 import { loadWorkspace } from '../workspaces/workspaces.repo.js';
 import { admit } from './concurrency.js';
@@ -59,16 +58,16 @@ export async function runDefinition(
  */
 export async function executeBody(
   db: Kysely<DB>,
-  cipher: Cipher,
+  hub: Pick<Hub, 'cipher' | 'catalog'>,
   run: RunsTable,
   leaseMs: number,
 ): Promise<Omit<ExecuteRunBody, 'tx_id' | 'secrets'> & { [SEALED_SECRETS_FIELD]?: string }> {
-  const team = await runDefinition(db, run);
+  const team = await hub.catalog.definition(db, run.org_id, run);
   const agentIds = team.phases
     .map((p: RunPhase) => p.agent_id)
     .filter((x): x is string => typeof x === 'string');
-  const agents: Record<string, RunAgentManifest> = await agentManifests(db, run.org_id, agentIds);
-  const sealed = await sealedRunSecrets(db, cipher, run, agents);
+  const agents: Record<string, RunAgentManifest> = await hub.catalog.manifests(db, run.org_id, agentIds);
+  const sealed = await sealedRunSecrets(db, hub.cipher, run, agents);
   return {
     run_id: run.run_id,
     lease_epoch: run.lease_epoch,
@@ -126,7 +125,7 @@ async function assign(
   await tx.command(
     daemonId,
     'runs/execute',
-    await executeBody(tx.db, tx.hub.cipher, { ...run, ...set }, how.leaseMs),
+    await executeBody(tx.db, tx.hub, { ...run, ...set }, how.leaseMs),
   );
   return set.lease_epoch;
 }
