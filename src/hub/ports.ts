@@ -81,8 +81,8 @@ export interface TunnelEventMap {
   connected: [{ daemon_id: string; connection_id: string; online_at: number }];
   /** A daemon's connection to this process closed and the daemon was marked offline. */
   disconnected: [{ daemon_id: string; connection_id: string }];
-  /** A command was acknowledged for the first time. */
-  ack: [CommandResult];
+  /** A command was acknowledged for the first time (`path`: the command's). */
+  ack: [CommandResult & { path: string }];
 }
 
 /**

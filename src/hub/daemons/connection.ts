@@ -352,15 +352,17 @@ async function recordAcks(s: TunnelState): Promise<void> {
     s.deps.now(),
   );
   batch.forEach(({ conn, ack }, i) => {
-    if (!firsts[i]) return; // a repeated ack, or a tx_id that is not this daemon's: nothing to do
+    const path = firsts[i];
+    if (!path) return; // a repeated ack, or a tx_id that is not this daemon's: nothing to do
     s.deps.log.debug({ daemon_id: conn.daemonId, tx_id: ack.tx_id, status: ack.status }, 'command acked');
     s.events.emit('ack', {
+      path,
       tx_id: ack.tx_id,
       daemon_id: conn.daemonId,
       status: ack.status,
       reply: ack.status === 'ok' ? (ack.reply ?? null) : null,
       error: ack.status === 'error' ? (ack.error ?? null) : null,
-    } as CommandResult);
+    } as CommandResult & { path: string });
   });
 }
 

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { type DB, updateOne } from '../../db/index.js';
+import type { DB } from '../../db/index.js';
 import { prepared } from '../../db/prepared.js';
 import type { CommandOutboxTable } from '../../db/schema.js';
 import type { AckFrame } from '../../shared/protocol.js';
@@ -106,37 +106,43 @@ export async function markSent(db: Kysely<DB>, txIds: string[], now: number): Pr
 }
 
 /**
- * Records acks, in one transaction. For each, true when it was the first one (a repeated ack, or a
- * tx_id that is not that daemon's, changes nothing).
+ * Records acks, in one transaction. For each, the acked command's path when it was the first ack
+ * (null: a repeated ack, or a tx_id that is not that daemon's, changes nothing).
  */
 export function markAcked(
   db: Kysely<DB>,
   acks: readonly { daemonId: string; ack: AckFrame }[],
   now: number,
-): Promise<boolean[]> {
+): Promise<(string | null)[]> {
   if (acks.length === 1) return Promise.all([markOneAcked(db, acks[0]!.daemonId, acks[0]!.ack, now)]);
   return db.transaction().execute(async (trx) => {
-    const firsts: boolean[] = [];
+    const firsts: (string | null)[] = [];
     for (const { daemonId, ack } of acks) firsts.push(await markOneAcked(trx, daemonId, ack, now));
     return firsts;
   });
 }
 
-function markOneAcked(db: Kysely<DB>, daemonId: string, ack: AckFrame, now: number): Promise<boolean> {
-  return updateOne(
-    db
-      .updateTable('command_outbox')
-      .set({
-        status: 'acked',
-        ack_status: ack.status,
-        reply: ack.status === 'ok' ? JSON.stringify(ack.reply ?? null) : null,
-        error: ack.status === 'error' ? JSON.stringify(ack.error ?? null) : null,
-        acked_at: now,
-      })
-      .where('tx_id', '=', ack.tx_id)
-      .where('daemon_id', '=', daemonId)
-      .where('status', '=', 'pending'),
-  );
+async function markOneAcked(
+  db: Kysely<DB>,
+  daemonId: string,
+  ack: AckFrame,
+  now: number,
+): Promise<string | null> {
+  const row = await db
+    .updateTable('command_outbox')
+    .set({
+      status: 'acked',
+      ack_status: ack.status,
+      reply: ack.status === 'ok' ? JSON.stringify(ack.reply ?? null) : null,
+      error: ack.status === 'error' ? JSON.stringify(ack.error ?? null) : null,
+      acked_at: now,
+    })
+    .where('tx_id', '=', ack.tx_id)
+    .where('daemon_id', '=', daemonId)
+    .where('status', '=', 'pending')
+    .returning('path')
+    .executeTakeFirst();
+  return row?.path ?? null;
 }
 
 export function loadCommand(db: Kysely<DB>, txId: string): Promise<CommandOutboxTable | undefined> {

@@ -77,12 +77,13 @@ export async function createTunnel(
   const WATCH_TTL_MS = 10 * 60_000;
   const publishAck = (txId: string) => state.track(bus.publish({ type: 'ack', tx_id: txId }), 'ack publish');
 
-  events.on('ack', (r) => {
-    if (watched.delete(r.tx_id)) publishAck(r.tx_id);
-    const set = waiters.get(r.tx_id);
+  events.on('ack', ({ path: _path, ...result }) => {
+    if (watched.delete(result.tx_id)) publishAck(result.tx_id);
+    const set = waiters.get(result.tx_id);
     if (!set) return;
-    waiters.delete(r.tx_id);
-    for (const w of set) w(r);
+    waiters.delete(result.tx_id);
+    // The command's result, as a waiter on another process reads it from the outbox.
+    for (const w of set) w(result);
   });
 
   /** Another process waits for this command's ack: publish it when it comes, or now if it came. */

@@ -16,7 +16,11 @@ import { liveChildren, type RunGuard, updateRunRow } from './runs.repo.js';
 
 /** People acting on runs: cancel, resume and force-terminate. */
 
+/** The daemon command of a cancel: its ack clears the run's pending control (daemon.service.ts). */
+export const CANCEL_COMMAND = 'runs/cancel';
+
 /** `runs/cancel`: at once when no daemon holds the run, else through the daemon (pending_control). */
+
 export async function cancelRun(hub: Hub, actor: Actor | null, runId: string, reason: string | null) {
   const { run, user } = await managedRun(hub, actor, runId, 'runs.manage');
   await requestCancel(hub, run, { actor: userActor(user.user), user_id: user.user.id }, reason);
@@ -58,7 +62,7 @@ export async function requestCancel(
       });
       return;
     }
-    const txId = await tx.command(run.daemon_id, 'runs/cancel', {
+    const txId = await tx.command(run.daemon_id, CANCEL_COMMAND, {
       run_id: run.run_id,
       lease_epoch: run.lease_epoch,
       reason,

@@ -2,6 +2,7 @@ import { groupCalls } from '../../shared/group-calls.js';
 import { settleInstallAck } from '../catalog/installs.service.js';
 import type { Hub } from '../context.js';
 import { PRESENCE_WINDOW_MS } from '../daemons/presence.js';
+import { CANCEL_COMMAND } from './control.service.js';
 import { onCommandAck, sweepLeases } from './daemon.service.js';
 import { onDaemonsConnected, onTeamInstalled } from './dispatch.service.js';
 import { redispatchRuns } from './redispatch.service.js';
@@ -32,8 +33,9 @@ export function startRunsBackground(hub: Hub, sweepMs: number): () => Promise<vo
   );
   const onConnected = (e: { daemon_id: string; online_at: number }) =>
     track('dispatch on connect', connected({ daemonId: e.daemon_id, onlineAt: e.online_at }));
-  const onAck = (r: { tx_id: string; status: 'ok' | 'error'; reply?: unknown }) => {
-    track('cancel acknowledgement', onCommandAck(hub, r.tx_id, r.status));
+  const onAck = (r: { path: string; tx_id: string; status: 'ok' | 'error'; reply?: unknown }) => {
+    // Only a cancel is a run's pending control: other acks (offers, runs/execute) need no lookup.
+    if (r.path === CANCEL_COMMAND) track('cancel acknowledgement', onCommandAck(hub, r.tx_id, r.status));
     // The daemon's reply to teams/install says `installed: true` (DAEMON_REPLIES).
     if (r.status === 'ok' && (r.reply as { installed?: unknown } | null)?.installed === true) {
       track('dispatch on install', afterInstall(hub, r.tx_id));
