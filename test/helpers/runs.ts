@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Hub } from '../../src/hub/context.js';
+import type { StartHubOptions } from '../../src/hub/server.js';
 import { startTestHub, type TestHub } from './hub.js';
 import { buildWorld, type World } from './world.js';
 
@@ -57,8 +58,11 @@ export async function registerTeam(
  * A test hub with a world (test/helpers/world.ts) and a one-phase team `team` of a no-op agent. No
  * daemon: its runs stay queued.
  */
-export async function hubWithTeam(team: string): Promise<{ h: TestHub; w: World }> {
-  const h = await startTestHub();
+export async function hubWithTeam(
+  team: string,
+  opts: Partial<StartHubOptions> = {},
+): Promise<{ h: TestHub; w: World }> {
+  const h = await startTestHub(opts);
   const w = await buildWorld(h);
   await registerAgent(h, w.orgId, 'noop', 'noop.js');
   await registerTeam(h, w.orgId, team, [{ name: 'only', agent: 'noop' }]);

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
-import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
+import type { TestHub } from '../../../test/helpers/hub.js';
+import { hubWithTeam } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
-import { buildWorld, type World } from '../../../test/helpers/world.js';
+import type { World } from '../../../test/helpers/world.js';
 import { admitAllWaiting } from './admission.service.js';
 import { sweepLeases } from './daemon.service.js';
 import { redispatchRuns } from './redispatch.service.js';
@@ -19,10 +19,7 @@ describe('concurrency slots', () => {
   let daemon: TunnelClient;
   before(async () => {
     // Timers effectively off: the test drives the sweeper and the re-dispatch pass itself.
-    h = await startTestHub({ config: { runSweepMs: 3_600_000, runRedispatchMs: 3_600_000 } });
-    w = await buildWorld(h);
-    await registerAgent(h, w.orgId, 'noop', 'noop.js');
-    await registerTeam(h, w.orgId, 'solo', [{ name: 'only', agent: 'noop' }]);
+    ({ h, w } = await hubWithTeam('solo', { config: { runSweepMs: 3_600_000, runRedispatchMs: 3_600_000 } }));
     daemon = await connectDaemon(h.url, w.tokens.realm_token!);
   });
   after(async () => {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
-import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
-import { allowOrgTeams, registerAgent, registerTeam } from '../../../test/helpers/runs.js';
+import type { TestHub } from '../../../test/helpers/hub.js';
+import { allowOrgTeams, hubWithTeam } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
-import { buildWorld, type World } from '../../../test/helpers/world.js';
+import type { World } from '../../../test/helpers/world.js';
 
 describe('offers go to a few daemons, the least loaded first', () => {
   let h: TestHub;
@@ -12,10 +12,7 @@ describe('offers go to a few daemons, the least loaded first', () => {
   let realmId: string;
   const daemons: { id: string; token: string; c: TunnelClient }[] = [];
   before(async () => {
-    h = await startTestHub({ config: { offerFanout: 2 } });
-    w = await buildWorld(h);
-    await registerAgent(h, w.orgId, 'noop', 'noop.js');
-    await registerTeam(h, w.orgId, 'solo', [{ name: 'only', agent: 'noop' }]);
+    ({ h, w } = await hubWithTeam('solo', { config: { offerFanout: 2 } }));
     realmId = (await h.ok('realms/new', { org_id: w.orgId, name: 'fanout' })).data.id;
     for (let i = 0; i < 4; i++) {
       const dt = await h.ok('realms/create_daemon_token', { realm_id: realmId, name: `d${i}` });

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { TEST_DB } from '../../../test/helpers/db.js';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
-import { allowOrgTeams, registerAgent, registerTeam } from '../../../test/helpers/runs.js';
+import { allowOrgTeams, hubWithTeam, registerAgent, registerTeam } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
 import type { RunningHub } from '../server.js';
@@ -18,10 +18,9 @@ describe('re-dispatch: runs that dispatch left waiting go back to it', () => {
   const clients: TunnelClient[] = [];
   const hub = () => h.running.hub;
   before(async () => {
-    h = await startTestHub({ config: { offerTimeoutMs: OFFER_TIMEOUT_MS, runRedispatchMs: 50 } });
-    w = await buildWorld(h);
-    await registerAgent(h, w.orgId, 'noop', 'noop.js');
-    await registerTeam(h, w.orgId, 'solo', [{ name: 'only', agent: 'noop' }]);
+    ({ h, w } = await hubWithTeam('solo', {
+      config: { offerTimeoutMs: OFFER_TIMEOUT_MS, runRedispatchMs: 50 },
+    }));
     await h.ok('settings/set', { key: 'runs.lease_ms', value: '300' });
   });
   afterEach(async () => {

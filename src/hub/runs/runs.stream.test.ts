@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { CompiledQuery } from 'kysely';
-import { post, startTestHub, type TestHub } from '../../../test/helpers/hub.js';
-import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
+import { post, type TestHub } from '../../../test/helpers/hub.js';
+import { hubWithTeam } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
-import { buildWorld, type World } from '../../../test/helpers/world.js';
+import type { World } from '../../../test/helpers/world.js';
 import { followEvents, type StreamEvent, StreamRefused } from '../../shared/api/event-stream.js';
 import type { OfferJobBody } from './dispatch.service.js';
 import { addHistory, realmChangesQuery } from './history.repo.js';
@@ -17,10 +17,7 @@ describe('live updates: run and realm event streams', () => {
   let d: TunnelClient;
   before(async () => {
     // Changes must be pushed to the streams: their fallback read would come only after an hour.
-    h = await startTestHub({ config: { streamPollMs: 3_600_000 } });
-    w = await buildWorld(h);
-    await registerAgent(h, w.orgId, 'noop', 'noop.js');
-    await registerTeam(h, w.orgId, 'solo', [{ name: 'only', agent: 'noop' }]);
+    ({ h, w } = await hubWithTeam('solo', { config: { streamPollMs: 3_600_000 } }));
     const online = once(h.running.hub.tunnel.events, 'connected');
     d = await connectDaemon(h.url, w.tokens.realm_token!);
     await online;

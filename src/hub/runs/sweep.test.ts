@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { TEST_DB } from '../../../test/helpers/db.js';
-import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
-import { registerAgent, registerTeam } from '../../../test/helpers/runs.js';
-import { buildWorld, type World } from '../../../test/helpers/world.js';
+import type { TestHub } from '../../../test/helpers/hub.js';
+import { hubWithTeam } from '../../../test/helpers/runs.js';
+import type { World } from '../../../test/helpers/world.js';
 import type { RunningHub } from '../server.js';
 import { sweepLeases } from './daemon.service.js';
 
@@ -17,11 +17,8 @@ describe('lease sweeper with two hub processes on one database', {
   before(async () => {
     // Timers effectively off: the test drives both sweepers itself, at the same moment.
     const config = { runSweepMs: 3_600_000 };
-    h = await startTestHub({ config });
+    ({ h, w } = await hubWithTeam('solo', { config }));
     second = await h.startAnother({ config });
-    w = await buildWorld(h);
-    await registerAgent(h, w.orgId, 'noop', 'noop.js');
-    await registerTeam(h, w.orgId, 'solo', [{ name: 'only', agent: 'noop' }]);
   });
   after(async () => {
     await second?.close();
