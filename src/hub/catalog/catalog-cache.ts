@@ -77,15 +77,16 @@ export function createCatalogCache(
     }
     return value;
   }
+  // Keys are JSON arrays: no name or id can make two lookups share one.
   return {
     teamVersion: (db, orgId, name, version) =>
-      cached(`tv ${orgId} ${name} ${version ?? ''}`, () => findTeamVersion(db, orgId, name, version)),
+      cached(JSON.stringify(['tv', orgId, name, version]), () => findTeamVersion(db, orgId, name, version)),
     definition: (db, orgId, of) =>
-      cached(`def ${orgId} ${of.team_version_id ?? ''} ${of.agent_id ?? ''}`, () =>
+      cached(JSON.stringify(['def', orgId, of.team_version_id, of.agent_id]), () =>
         definitionOfVersion(db, orgId, of),
       ),
     manifests: (db, orgId, ids) =>
-      cached(`agents ${orgId} ${[...ids].sort().join(' ')}`, () => agentManifests(db, orgId, [...ids])),
+      cached(JSON.stringify(['agents', orgId, [...ids].sort()]), () => agentManifests(db, orgId, [...ids])),
     clear,
     size: () => entries.size,
     watch: clearOnWrite({ agents: null, team_versions: null, teams: null }, clear),
