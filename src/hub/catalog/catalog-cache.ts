@@ -49,13 +49,6 @@ export const CATALOG_CACHE_MS = 1_000;
 /** Entries kept; a full cache starts again empty (a bound on memory, not an LRU). */
 const MAX_ENTRIES = 10_000;
 
-/** Reads every time: for callers without a hub. */
-export const uncachedCatalog: Pick<CatalogCache, 'teamVersion' | 'definition' | 'manifests'> = {
-  teamVersion: findTeamVersion,
-  definition: definitionOfVersion,
-  manifests: (db, orgId, ids) => agentManifests(db, orgId, [...ids]),
-};
-
 export function createCatalogCache(
   ttlMs: number = CATALOG_CACHE_MS,
   clock: () => number = Date.now,
@@ -89,7 +82,7 @@ export function createCatalogCache(
       cached(JSON.stringify(['agents', orgId, [...ids].sort()]), () => agentManifests(db, orgId, [...ids])),
     clear,
     size: () => entries.size,
-    watch: clearOnWrite({ agents: null, team_versions: null, teams: null }, clear),
+    watch: clearOnWrite({ agents: null, team_versions: null }, clear),
   };
 }
 

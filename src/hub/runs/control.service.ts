@@ -20,7 +20,6 @@ import { liveChildren, type RunGuard, updateRunRow } from './runs.repo.js';
 export const CANCEL_COMMAND = 'runs/cancel';
 
 /** `runs/cancel`: at once when no daemon holds the run, else through the daemon (pending_control). */
-
 export async function cancelRun(hub: Hub, actor: Actor | null, runId: string, reason: string | null) {
   const { run, user } = await managedRun(hub, actor, runId, 'runs.manage');
   await requestCancel(hub, run, { actor: userActor(user.user), user_id: user.user.id }, reason);
