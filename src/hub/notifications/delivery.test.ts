@@ -278,12 +278,16 @@ describe('notification delivery', () => {
         .where('id', '=', deliveryId)
         .execute();
       removal = remove();
+      // Read on another connection: within a transaction PostgreSQL shows pg_stat_activity as it was
+      // at the transaction's first look, so a removal that arrives later would never show.
       await eventually(async () => {
-        const waiting = await trx
+        const waiting = await hub.db
           .selectFrom('pg_stat_activity' as any)
           .select((eb) => eb.fn.countAll<string>().as('n'))
           .where('datname' as any, '=', sql`current_database()`)
           .where('wait_event_type' as any, '=', 'Lock')
+          // The removal's statement, not the delivery worker's (it may wait on the same row).
+          .where('query' as any, 'like', 'delete from "notification_deliveries"%')
           .executeTakeFirstOrThrow();
         return Number(waiting.n) > 0 || null;
       }, 'the removal to wait for the delivery');
