@@ -198,16 +198,30 @@ export const RUN_REPORT_EVENTS = [
   'cancelled',
 ] as const;
 
-/** daemon → hub `runs/report` (realm token). */
-export const RunReportBody = z.object({
-  run_id: z.string().min(1),
-  lease_epoch: z.number().int().min(0),
+/** One event of a run, as the daemon reports it (`runs/report`). */
+export const RunReportEvent = z.object({
   event: z.enum(RUN_REPORT_EVENTS),
   phase: z.string().min(1).max(200).optional(),
   error: z.string().max(10_000).optional(),
   /** A phase's outputs: an object, or a list (a `foreach` phase); an agent's scalar arrives as `{value}`. */
   outputs: z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional(),
   pid: z.number().int().min(1).optional(),
+});
+export type RunReportEvent = z.infer<typeof RunReportEvent>;
+
+/** The most events one `runs/report` carries in `next`. */
+export const REPORT_NEXT_MAX = 4;
+
+/**
+ * daemon → hub `runs/report` (realm token): an event, and in `next` the events that follow it, which
+ * the hub applies in order in the same transaction (a run's start with its first phase's, its last
+ * phase's end with its own). The reply's `applied` counts them; a hub that answers without it took
+ * the first event only (it predates `next`), and the daemon then sends the others one at a time.
+ */
+export const RunReportBody = RunReportEvent.extend({
+  run_id: z.string().min(1),
+  lease_epoch: z.number().int().min(0),
+  next: z.array(RunReportEvent).max(REPORT_NEXT_MAX).optional(),
 });
 export type RunReportBody = z.infer<typeof RunReportBody>;
 

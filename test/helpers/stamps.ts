@@ -12,15 +12,18 @@ import path from 'node:path';
  * its daemon is gone (the agents of a daemon killed with SIGKILL end too, as they would with the
  * daemon's machine going down), then stamps its end. Its daemon is the pid a test that kills or
  * freezes one wrote into `<dir>/daemon.pid`, else its parent process (the daemon's agent spawner).
- * `freeze` first stops that daemon (SIGSTOP), then holds. Stopped (SIGTERM), it stamps its end and
- * fails.
+ * `freeze` waits for `<dir>/<run id>.freeze` (a test writes it once the hub shows the run running),
+ * then stops that daemon (SIGSTOP) and holds. Stopped (SIGTERM), it stamps its end and fails.
  */
 const SH_STAMP = `d="$1"
 trap 'date +%s%3N > "$d/$SVC_RUN_ID.end"; exit 1' TERM
 date +%s%3N > "$d/$SVC_RUN_ID.start"
 daemon="$PPID"
 if [ -e "$d/daemon.pid" ]; then daemon="$(cat "$d/daemon.pid")"; fi
-if [ "$3" = freeze ]; then kill -STOP "$daemon"; fi
+if [ "$3" = freeze ]; then
+  while [ ! -e "$d/$SVC_RUN_ID.freeze" ]; do sleep 0.01; done
+  kill -STOP "$daemon"
+fi
 if [ "$2" != 0 ]; then sleep "$2"; fi
 if [ "$3" != go ]; then
   while [ ! -e "$d/release" ] && kill -0 "$daemon" 2>/dev/null; do sleep 0.02; done

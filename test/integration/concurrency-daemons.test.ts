@@ -13,7 +13,7 @@ import { daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js'
 
 /**
  * Slots held by a real `svc daemon` process that stops answering. Frozen (SIGSTOP, by its own
- * agent, so the freeze never races the deadline) past a run's `timeout_ms`, the run is `terminated` with `run_timeout`, its cancel never confirmed; resumed,
+ * agent once the hub shows the run running, well before the deadline) past a run's `timeout_ms`, the run is `terminated` with `run_timeout`, its cancel never confirmed; resumed,
  * the daemon stops that run's agent. Killed (SIGKILL), its runs end `lost` when their lease
  * expires. Either way the group's waiting runs then start on a daemon that is alive (an in-process
  * one, which alone has their team installed). Leases are short so that this takes seconds.
@@ -106,6 +106,8 @@ describe('a daemon process that freezes or dies frees its runs’ slots', () => 
     const next = await start('elsewhere', 'frozen', 1);
     assert.equal(next.state, 'queued');
     try {
+      await waitForRun(h, slow.run_id, (r) => r.state === 'running', 2000);
+      writeFileSync(path.join(dir, `${slow.run_id}.freeze`), '');
       const done = await waitForRun(h, slow.run_id, ended, 15_000);
       assert.equal(done.state, 'terminated');
       assert.equal(done.error, 'run_timeout');

@@ -81,6 +81,7 @@ describe('run state moves and fencing', () => {
       state: 'running',
       lease_epoch: epoch,
       lease_expires_at: stored.lease_expires_at,
+      applied: 1,
     });
     const again = await r('started');
     assert.equal(again.status, 200, 'a retried started of the same epoch is a no-op, not a conflict');
@@ -130,6 +131,70 @@ describe('run state moves and fencing', () => {
     const ft = await h.call('runs/force_terminate', { run_id: runId, reason: 'x' });
     assert.equal(ft.status, 409);
     assert.match(ft.body.error, /already_terminal/);
+  });
+
+  it('a report applies the events in next after its own, in order and in one transaction', async () => {
+    const { runId, epoch } = await claimedRun();
+    const base = { run_id: runId, lease_epoch: epoch };
+    const history = async () =>
+      (await h.ok('runs/get_by_id', { run_id: runId, with_history: true })).data.history.map(
+        (e: { type: string }) => e.type,
+      );
+    const before = await history();
+    // A refused event anywhere refuses them all: `input.received` is no move for a running run.
+    const refused = await report({
+      ...base,
+      event: 'started',
+      next: [
+        { event: 'phase.started', phase: 'only', pid: 7 },
+        { event: 'input.received', phase: 'only' },
+      ],
+    });
+    assert.equal(refused.status, 409, JSON.stringify(refused.body));
+    assert.deepEqual(await history(), before, 'nothing of a refused report is kept');
+    assert.equal((await h.ok('runs/get_by_id', { run_id: runId })).data.state, 'assigned');
+
+    const tooMany = await report({
+      ...base,
+      event: 'started',
+      next: Array.from({ length: 5 }, () => ({ event: 'phase.started', phase: 'only' })),
+    });
+    assert.equal(tooMany.status, 400);
+    assert.equal(tooMany.body.code, 'invalid_params');
+
+    const start = await report({
+      ...base,
+      event: 'started',
+      next: [{ event: 'phase.started', phase: 'only', pid: 7 }],
+    });
+    assert.equal(start.status, 200);
+    assert.equal(start.body.data.applied, 2);
+    assert.equal(start.body.data.state, 'running');
+    const running = (await h.ok('runs/get_by_id', { run_id: runId })).data;
+    assert.equal(running.current_pid, 7);
+    assert.equal(start.body.data.lease_expires_at, running.lease_expires_at);
+
+    const end = await report({
+      ...base,
+      event: 'phase.completed',
+      phase: 'only',
+      outputs: { n: 2 },
+      next: [{ event: 'succeeded' }],
+    });
+    assert.equal(end.status, 200);
+    assert.deepEqual(
+      { state: end.body.data.state, applied: end.body.data.applied },
+      { state: 'succeeded', applied: 2 },
+    );
+    const run = (await h.ok('runs/get_by_id', { run_id: runId })).data;
+    assert.equal(run.state, 'succeeded');
+    assert.deepEqual(run.outputs, { only: { n: 2 } });
+    assert.deepEqual((await history()).slice(before.length), [
+      'run.started',
+      'phase.started',
+      'phase.completed',
+      'run.ended',
+    ]);
   });
 
   it('refuses report, renew_lease and append_logs with an older epoch (fencing)', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fakeHubApi, leasedRun } from '../../../test/helpers/fake-hub-api.js';
+import { REPORT_NEXT_MAX } from '../../shared/protocol.js';
 import { HubRefusedError, HubUnreachableError } from '../hub-api.js';
 import { Closing, Fenced, RunHubCaller } from './hub-caller.js';
 
@@ -120,6 +121,119 @@ describe('hub calls under a run’s lease', () => {
         },
       },
     ]);
+  });
+});
+
+describe('held events go with the run’s next report', () => {
+  const ev = (body: Record<string, unknown>) => {
+    const { run_id: _id, lease_epoch: _epoch, ...rest } = body;
+    return rest;
+  };
+
+  it('one call for the held events and the report, in order; the hub says how many it applied', async () => {
+    const hub = fakeHubApi((_op, body) => ({ applied: 1 + ((body.next as unknown[]) ?? []).length }));
+    const { caller } = callerOf(hub);
+    const run = leasedRun('run_9', 7);
+    caller.hold(run, 'started');
+    await caller.report(run, 'phase.started', { phase: 'build', pid: 42 });
+    caller.hold(run, 'phase.completed', { phase: 'build', outputs: { n: 1 } });
+    await caller.report(run, 'succeeded');
+    assert.deepEqual(hub.callsOf('runs/report'), [
+      {
+        run_id: 'run_9',
+        lease_epoch: 7,
+        event: 'started',
+        next: [{ event: 'phase.started', phase: 'build', pid: 42 }],
+      },
+      {
+        run_id: 'run_9',
+        lease_epoch: 7,
+        event: 'phase.completed',
+        phase: 'build',
+        outputs: { n: 1 },
+        next: [{ event: 'succeeded' }],
+      },
+    ]);
+  });
+
+  it('a hub that answers without applied took the first event: the others follow one at a time', async () => {
+    const hub = fakeHubApi(() => ({ state: 'running' }));
+    const { caller } = callerOf(hub);
+    const run = leasedRun();
+    caller.hold(run, 'started');
+    caller.hold(run, 'phase.started', { phase: 'a' });
+    await caller.report(run, 'phase.completed', { phase: 'a' });
+    assert.deepEqual(
+      hub
+        .callsOf('runs/report')
+        .map((b) => [b.event, (b.next as { event: string }[] | undefined)?.map((n) => n.event)]),
+      [
+        ['started', ['phase.started', 'phase.completed']],
+        ['phase.started', ['phase.completed']],
+        ['phase.completed', undefined],
+      ],
+    );
+  });
+
+  it('at most REPORT_NEXT_MAX more per call', async () => {
+    const hub = fakeHubApi((_op, body) => ({ applied: 1 + ((body.next as unknown[]) ?? []).length }));
+    const { caller } = callerOf(hub);
+    const run = leasedRun();
+    for (let i = 0; i < REPORT_NEXT_MAX + 2; i++) caller.hold(run, 'phase.started', { phase: `p${i}` });
+    await caller.report(run, 'succeeded');
+    const sent = hub.callsOf('runs/report');
+    assert.deepEqual(
+      sent.map((b) => 1 + ((b.next as unknown[]) ?? []).length),
+      [REPORT_NEXT_MAX + 1, 2],
+    );
+    assert.deepEqual(
+      sent
+        .flatMap((b) => [ev(b), ...((b.next as Record<string, unknown>[]) ?? [])])
+        .map((e) => e.phase ?? e.event),
+      [...Array.from({ length: REPORT_NEXT_MAX + 2 }, (_, i) => `p${i}`), 'succeeded'],
+    );
+  });
+
+  it('any other call of the run sends them first', async () => {
+    const hub = fakeHubApi((op) => (op === 'runs/report' ? { applied: 1 } : { appended: 1 }));
+    const { caller } = callerOf(hub);
+    const run = leasedRun();
+    caller.hold(run, 'started');
+    await caller.call(run, 'runs/append_logs', { run_id: run.id, lines: [] }, 1);
+    assert.deepEqual(
+      hub.calls.map((c) => c.op),
+      ['runs/report', 'runs/append_logs'],
+    );
+    await caller.report(run, 'succeeded');
+    assert.deepEqual(ev(hub.callsOf('runs/report')[1]!), { event: 'succeeded' });
+  });
+
+  it('an unreachable hub keeps them for the next report; a refusal drops them', async () => {
+    let down = true;
+    const hub = fakeHubApi((_op, body) => {
+      if (down) unreachable();
+      return { applied: 1 + ((body.next as unknown[]) ?? []).length };
+    });
+    const { caller } = callerOf(hub, { attempts: 1 });
+    const run = leasedRun();
+    caller.hold(run, 'started');
+    await assert.rejects(caller.report(run, 'phase.started', { phase: 'a' }), HubUnreachableError);
+    down = false;
+    await caller.report(run, 'phase.completed', { phase: 'a' });
+    assert.deepEqual(hub.callsOf('runs/report').at(-1)!.next, [
+      { event: 'phase.started', phase: 'a' },
+      { event: 'phase.completed', phase: 'a' },
+    ]);
+
+    const refusing = fakeHubApi(() => {
+      throw new HubRefusedError(400, 'invalid_params', 'bad phase');
+    });
+    const other = callerOf(refusing).caller;
+    const r2 = leasedRun('run_2');
+    other.hold(r2, 'started');
+    await assert.rejects(other.report(r2, 'phase.started', { phase: 'a' }), HubRefusedError);
+    await assert.rejects(other.report(r2, 'failed'), HubRefusedError);
+    assert.deepEqual(ev(refusing.callsOf('runs/report')[1]!), { event: 'failed' });
   });
 });
 

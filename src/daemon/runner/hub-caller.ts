@@ -1,3 +1,4 @@
+import { REPORT_NEXT_MAX, type RunReportEvent } from '../../shared/protocol.js';
 import { type BackoffOptions, backoffDelay } from '../backoff.js';
 import { type HubApi, HubRefusedError, HubUnreachableError } from '../hub-api.js';
 
@@ -51,6 +52,8 @@ export class RunHubCaller {
   readonly hub: HubApi;
   private readonly attempts: number;
   private readonly backoff: BackoffOptions;
+  /** Events of a run kept to go with its next report (hold). */
+  private readonly held = new WeakMap<LeasedRun, RunReportEvent[]>();
 
   constructor(private readonly opts: RunHubCallerOptions) {
     this.hub = opts.hub;
@@ -71,6 +74,8 @@ export class RunHubCaller {
   ): Promise<T> {
     // Every call of a run after its `started` report waits for that report (see beginStart).
     if (run.startReport && !(op === 'runs/report' && body.event === 'started')) await run.startReport;
+    // Held events go first: the hub sees a run's calls in the order the run made them.
+    if (op !== 'runs/report' && this.held.has(run)) await this.sendReports(run, this.take(run));
     for (let attempt = 1; ; attempt++) {
       if (this.opts.closing()) throw new Closing('the daemon is stopping');
       if (run.fenced) throw new Fenced('fenced');
@@ -108,9 +113,58 @@ export class RunHubCaller {
     }
   }
 
-  /** `runs/report` of an event under the run's lease, after the run's `started` report. */
-  report(run: LeasedRun, event: string, extra: Record<string, unknown> = {}): Promise<unknown> {
-    return this.call(run, 'runs/report', { run_id: run.id, lease_epoch: run.epoch, event, ...extra });
+  /**
+   * `runs/report` of an event under the run's lease, after the run's `started` report, with the
+   * events held before it: one call and one transaction on the hub for all of them.
+   */
+  report(run: LeasedRun, event: RunReportEvent['event'], extra: Omit<RunReportEvent, 'event'> = {}) {
+    return this.sendReports(run, [...this.take(run), { event, ...extra }]);
+  }
+
+  /**
+   * Keeps an event to go with the run's next report or call (a run's start with its first phase's,
+   * its last phase's end with its own) instead of a call of its own.
+   */
+  hold(run: LeasedRun, event: RunReportEvent['event'], extra: Omit<RunReportEvent, 'event'> = {}): void {
+    const list = this.held.get(run);
+    if (list) list.push({ event, ...extra });
+    else this.held.set(run, [{ event, ...extra }]);
+  }
+
+  private take(run: LeasedRun): RunReportEvent[] {
+    const list = this.held.get(run) ?? [];
+    this.held.delete(run);
+    return list;
+  }
+
+  /**
+   * Events in order, as few reports as the hub takes: each carries up to REPORT_NEXT_MAX more in
+   * `next`, and its reply's `applied` says how many the hub applied (a hub that predates `next`
+   * answers without it, having applied the first). What was not sent when a call fails is held
+   * again, for the run's next report. Answers the last reply.
+   */
+  private async sendReports(run: LeasedRun, events: RunReportEvent[]): Promise<unknown> {
+    let reply: unknown;
+    let rest = events;
+    try {
+      while (rest.length > 0) {
+        const [first, ...more] = rest as [RunReportEvent, ...RunReportEvent[]];
+        const next = more.slice(0, REPORT_NEXT_MAX);
+        reply = await this.call(run, 'runs/report', {
+          run_id: run.id,
+          lease_epoch: run.epoch,
+          ...first,
+          ...(next.length > 0 ? { next } : {}),
+        });
+        const applied = (reply as { applied?: unknown } | null)?.applied;
+        rest = rest.slice(typeof applied === 'number' && applied >= 1 ? applied : 1);
+      }
+      return reply;
+    } catch (err) {
+      if (rest.length > 0 && err instanceof HubUnreachableError)
+        this.held.set(run, [...rest, ...this.take(run)]);
+      throw err;
+    }
   }
 
   /**

@@ -1,4 +1,9 @@
-import type { ExecuteRunBody, ReviewMessagePayload, RunPhase } from '../../shared/protocol.js';
+import type {
+  ExecuteRunBody,
+  ReviewMessagePayload,
+  RunPhase,
+  RunReportEvent,
+} from '../../shared/protocol.js';
 import type { ActiveRun } from './active-run.js';
 import { clearReviewWait, notePhase } from './active-runs.repo.js';
 import { runAgentPhase } from './agent-phase.js';
@@ -11,7 +16,8 @@ import { awaitVerdict, type ReviewWait, requestReview } from './review-wait.js';
 /**
  * A run's phases in order, from `start_phase` (or the phase that waits for its review after a
  * restart), each reported to the hub under the run's lease epoch: `started`, `phase.started`,
- * `phase.completed`, then `succeeded`, `failed` or `cancelled`. A fenced run (`conflict`: another
+ * `phase.completed`, then `succeeded`, `failed` or `cancelled`; the run's start goes with its first
+ * phase's, its last phase's end with its own. A fenced run (`conflict`: another
  * daemon or a force-terminate took it over) or a stopping daemon reports nothing more.
  */
 export async function driveRun(
@@ -26,10 +32,13 @@ export async function driveRun(
   // After a restart, the first phase's agent has run already: wait for its verdict again.
   let waitAgain = resume;
   try {
-    // `started` goes out while the first phase starts; every later report waits for it. A retried
-    // `started` of this epoch changes nothing on the hub (also for a run that waits).
-    ctx.caller.beginStart(run);
-    for (const phase of phases.slice(from)) {
+    // `started` goes with the first phase's `phase.started` (one report). A run that waits again for
+    // a verdict sends it at once, while it waits. A retried `started` of this epoch changes nothing
+    // on the hub.
+    if (waitAgain) ctx.caller.beginStart(run);
+    else ctx.caller.hold(run, 'started');
+    const todo = phases.slice(from);
+    for (const [i, phase] of todo.entries()) {
       if (run.stopped) break;
       const noted = notePhase(ctx.db, run.id, phase.name);
       noted.catch(() => {}); // its error is thrown where it is awaited, after the phase
@@ -45,7 +54,10 @@ export async function driveRun(
         return;
       }
       outputs[phase.name] = r.outputs;
-      await ctx.caller.report(run, 'phase.completed', { phase: phase.name, outputs: r.outputs ?? {} });
+      const completed = { phase: phase.name, outputs: (r.outputs ?? {}) as RunReportEvent['outputs'] };
+      // The last phase's end goes with the run's own.
+      if (i === todo.length - 1) ctx.caller.hold(run, 'phase.completed', completed);
+      else await ctx.caller.report(run, 'phase.completed', completed);
     }
     await run.logs.flush();
     if (run.fenced) return;

@@ -1,7 +1,7 @@
 import type { RunsTable } from '../../db/schema.js';
 import { isTerminal, type RunState } from '../../shared/api/run-states.js';
 import { conflict } from '../../shared/errors.js';
-import type { AppendLogsBody, RenewLeaseBody, RunReportBody } from '../../shared/protocol.js';
+import type { AppendLogsBody, RenewLeaseBody, RunReportBody, RunReportEvent } from '../../shared/protocol.js';
 import type { DaemonActor } from '../access/actor.js';
 import { notifyRunChanged } from '../cluster/bus.js';
 import type { Hub, Tx } from '../context.js';
@@ -45,102 +45,117 @@ const eventFrom: Partial<Record<RunReportBody['event'], RunState[]>> = {
   awaiting_input: ['running'],
 };
 
-/** What `runs/report` answers: the run as the report left it. */
+/** What `runs/report` answers: the run as the report left it, and how many events it applied. */
 interface Reported {
   run_id: string;
   state: RunState;
   lease_epoch: number;
   lease_expires_at: number;
+  applied: number;
 }
 
-const reported = (run: RunsTable, state: RunState, set: RunChanges): Reported => ({
-  run_id: run.run_id,
-  state,
-  lease_epoch: run.lease_epoch,
-  lease_expires_at: set.lease_expires_at ?? run.lease_expires_at,
-});
+/** What one event did: the state it left the run in and the columns it changed. */
+interface Applied {
+  state: RunState;
+  set: RunChanges;
+}
 
-/** `runs/report`: a state move or a phase step, with its history entry. */
+/**
+ * `runs/report`: an event and the ones in `next`, in order, in one transaction; each a state move or
+ * a phase step with its history entry. Any event refused refuses them all.
+ */
 export async function reportRun(hub: Hub, actor: DaemonActor, input: RunReportBody): Promise<Reported> {
   const leaseMs = await leaseMsOf(hub);
   return inTx(hub, async (tx) => {
-    const run = await heldRun(tx.db, actor, input.run_id, input.lease_epoch);
-    const to = moveFor[input.event];
-    if (to === undefined) return phaseStep(tx, run, input, leaseMs);
-    // A retried `started` (the hub committed the first one but its reply was lost, say because the
-    // process died) changes nothing: this daemon holds this epoch, so the run is already its.
-    if (input.event === 'started' && (run.state === 'running' || run.state === 'awaiting_input')) {
-      return reported(run, run.state, {});
+    let run = await heldRun(tx.db, actor, input.run_id, input.lease_epoch);
+    const events: RunReportEvent[] = [input, ...(input.next ?? [])];
+    let last: Applied = { state: run.state, set: {} };
+    for (const event of events) {
+      last = await applyEvent(tx, run, event, leaseMs);
+      run = { ...run, ...last.set, state: last.state };
     }
-    const from = eventFrom[input.event];
-    if (from && !from.includes(run.state)) {
-      throw conflict(`${input.event} is not allowed while the run is ${run.state}`, { state: run.state });
-    }
-    const now = hub.now();
-    const who = daemonActor(actor.daemon.id);
-    const pc = json<PendingControl>(run.pending_control);
-    const set: RunChanges = {};
-    if (to === 'running' || to === 'awaiting_input') set.lease_expires_at = now + leaseMs;
-    if (isTerminal(to)) {
-      set.pending_control = null;
-      set.error =
-        to === 'failed'
-          ? (input.error ?? 'failed')
-          : to === 'cancelled'
-            ? (run.error ?? input.error ?? null)
-            : null;
-      if (input.outputs && typeof input.outputs === 'object' && !Array.isArray(input.outputs)) {
-        const outputs = json<Record<string, unknown>>(run.outputs) ?? {};
-        set.outputs = JSON.stringify({ ...outputs, ...(input.outputs as Record<string, unknown>) });
-      }
-      if (to === 'failed' && input.phase) set.current_phase = input.phase;
-      if (pc?.type === 'cancel' && run.control_tx_id !== null) {
-        // The daemon ended the run before its ack of the cancel command was processed: the end is
-        // the acknowledgement (the ack that follows finds nothing to do).
-        set.control_tx_id = null;
-        await addHistory(tx.db, hub, run, run.state, {
-          type: 'run.cancel_acknowledged',
-          phase: run.current_phase,
-          actor: who,
-        });
-      }
-      await mustTransition(tx, run, to, {
-        set,
-        history: { type: 'run.ended', phase: input.phase ?? run.current_phase, error: set.error, actor: who },
-      });
-      return reported(run, to, set);
-    }
-    if (input.event === 'started') {
-      const resumed = pc?.type === 'resume';
-      if (resumed) set.pending_control = null;
-      await mustTransition(tx, run, to, {
-        set,
-        history: {
-          type: resumed ? 'run.resumed' : 'run.started',
-          actor: resumed ? { type: 'user', user_id: pc.requested_by } : who,
-        },
-      });
-      return reported(run, to, set);
-    }
-    await mustTransition(tx, run, to, {
-      set,
-      history: {
-        type: input.event === 'awaiting_input' ? 'run.awaiting_input' : 'run.input_received',
-        phase: input.phase ?? run.current_phase,
-        actor: who,
-      },
-    });
-    return reported(run, to, set);
+    return {
+      run_id: run.run_id,
+      state: last.state,
+      lease_epoch: run.lease_epoch,
+      lease_expires_at: run.lease_expires_at,
+      applied: events.length,
+    };
   });
 }
 
+async function applyEvent(tx: Tx, run: RunsTable, input: RunReportEvent, leaseMs: number): Promise<Applied> {
+  const hub = tx.hub;
+  const to = moveFor[input.event];
+  if (to === undefined) return phaseStep(tx, run, input, leaseMs);
+  // A retried `started` (the hub committed the first one but its reply was lost, say because the
+  // process died) changes nothing: this daemon holds this epoch, so the run is already its.
+  if (input.event === 'started' && (run.state === 'running' || run.state === 'awaiting_input')) {
+    return { state: run.state, set: {} };
+  }
+  const from = eventFrom[input.event];
+  if (from && !from.includes(run.state)) {
+    throw conflict(`${input.event} is not allowed while the run is ${run.state}`, { state: run.state });
+  }
+  const now = hub.now();
+  const who = daemonActor(run.daemon_id!);
+  const pc = json<PendingControl>(run.pending_control);
+  const set: RunChanges = {};
+  if (to === 'running' || to === 'awaiting_input') set.lease_expires_at = now + leaseMs;
+  if (isTerminal(to)) {
+    set.pending_control = null;
+    set.error =
+      to === 'failed'
+        ? (input.error ?? 'failed')
+        : to === 'cancelled'
+          ? (run.error ?? input.error ?? null)
+          : null;
+    if (input.outputs && typeof input.outputs === 'object' && !Array.isArray(input.outputs)) {
+      const outputs = json<Record<string, unknown>>(run.outputs) ?? {};
+      set.outputs = JSON.stringify({ ...outputs, ...(input.outputs as Record<string, unknown>) });
+    }
+    if (to === 'failed' && input.phase) set.current_phase = input.phase;
+    if (pc?.type === 'cancel' && run.control_tx_id !== null) {
+      // The daemon ended the run before its ack of the cancel command was processed: the end is
+      // the acknowledgement (the ack that follows finds nothing to do).
+      set.control_tx_id = null;
+      await addHistory(tx.db, hub, run, run.state, {
+        type: 'run.cancel_acknowledged',
+        phase: run.current_phase,
+        actor: who,
+      });
+    }
+    await mustTransition(tx, run, to, {
+      set,
+      history: { type: 'run.ended', phase: input.phase ?? run.current_phase, error: set.error, actor: who },
+    });
+    return { state: to, set };
+  }
+  if (input.event === 'started') {
+    const resumed = pc?.type === 'resume';
+    if (resumed) set.pending_control = null;
+    await mustTransition(tx, run, to, {
+      set,
+      history: {
+        type: resumed ? 'run.resumed' : 'run.started',
+        actor: resumed ? { type: 'user', user_id: pc.requested_by } : who,
+      },
+    });
+    return { state: to, set };
+  }
+  await mustTransition(tx, run, to, {
+    set,
+    history: {
+      type: input.event === 'awaiting_input' ? 'run.awaiting_input' : 'run.input_received',
+      phase: input.phase ?? run.current_phase,
+      actor: who,
+    },
+  });
+  return { state: to, set };
+}
+
 /** phase.started / phase.completed: a step within a running run (no state change). */
-async function phaseStep(
-  tx: Tx,
-  run: Awaited<ReturnType<typeof heldRun>>,
-  input: RunReportBody,
-  leaseMs: number,
-): Promise<Reported> {
+async function phaseStep(tx: Tx, run: RunsTable, input: RunReportEvent, leaseMs: number): Promise<Applied> {
   if (run.state !== 'running') {
     throw conflict(`${input.event} is not allowed while the run is ${run.state}`, { state: run.state });
   }
@@ -163,7 +178,7 @@ async function phaseStep(
     phase: input.phase,
     actor: daemonActor(run.daemon_id!),
   });
-  return reported(run, run.state, set);
+  return { state: run.state, set };
 }
 
 /**

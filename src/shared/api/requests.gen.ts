@@ -371,8 +371,6 @@ export interface components {
             }[];
         };
         runs_report: {
-            run_id: string;
-            lease_epoch: number;
             /** @enum {string} */
             event: "started" | "phase.started" | "phase.completed" | "awaiting_input" | "input.received" | "succeeded" | "failed" | "cancelled";
             phase?: string;
@@ -381,6 +379,18 @@ export interface components {
                 [key: string]: unknown;
             } | unknown[];
             pid?: number;
+            run_id: string;
+            lease_epoch: number;
+            next?: {
+                /** @enum {string} */
+                event: "started" | "phase.started" | "phase.completed" | "awaiting_input" | "input.received" | "succeeded" | "failed" | "cancelled";
+                phase?: string;
+                error?: string;
+                outputs?: {
+                    [key: string]: unknown;
+                } | unknown[];
+                pid?: number;
+            }[];
         };
         runs_resume: {
             run_id: string;

@@ -144,10 +144,11 @@ export const Claim = z.strictObject({
 });
 export const LeaseRenewal = z.strictObject({ renewed: z.array(z.string()), lease_expires_at: ms });
 export const LogsAppended = z.strictObject({ appended: z.number(), last_seq: z.number() });
-/** `runs/report`: the run's state and lease after the report. */
+/** `runs/report`: the run's state and lease after the report, and how many of its events applied. */
 export const RunReport = z.strictObject({
   run_id: z.string(),
   state: RunState,
   lease_epoch: z.number(),
   lease_expires_at: ms,
+  applied: z.number(),
 });
