@@ -8,6 +8,7 @@ import {
   type ReviewAction,
   type ReviewState,
 } from '../../shared/api/reviews.js';
+import type { Write } from '../cluster/bus.js';
 
 /** Reviews: SQL and the row → Review mapper (src/hub/reviews/). */
 
@@ -70,17 +71,15 @@ export async function closeReview(
 }
 
 /**
- * A run ended (or was lost) another way: its open reviews close as `cancelled`, in the caller's
- * transaction. Answers how many closed.
+ * A run ended (or was lost) another way: its open reviews close as `cancelled`. The write, to run
+ * in the caller's transaction with the writes nothing reads back (bus.ts `writeThenNotify`).
  */
-export async function cancelOpenReviews(db: Kysely<DB>, runId: string, now: number): Promise<number> {
-  const res = await db
+export function cancelOpenReviews(db: Kysely<DB>, runId: string, now: number): Write {
+  return db
     .updateTable('reviews')
     .set({ state: 'cancelled', closed_at: now })
     .where('run_id', '=', runId)
-    .where('state', '=', 'open')
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows);
+    .where('state', '=', 'open');
 }
 
 export async function insertSubmission(

@@ -7,6 +7,7 @@ import { type RealmRole, realmAllows } from '../../shared/permissions.js';
 import type { ReviewMessagePayload, ReviewRequestBody } from '../../shared/protocol.js';
 import { requireRealm, requireUser } from '../access/access.service.js';
 import type { Actor, DaemonActor, UserActor } from '../access/actor.js';
+import { writeThenNotify } from '../cluster/bus.js';
 import type { Hub, RunEndedHook, Tx } from '../context.js';
 import { inTx, Rollback, rolledBack } from '../daemons/commands.js';
 import { keysetPage } from '../http/paging.js';
@@ -221,7 +222,7 @@ function failAwaitingRun(tx: Tx, run: RunsTable, error: string, phase: string, a
 
 /** A run that ends while a review is open: the review closes with it (a `runEnded` hook). */
 export const closeReviewsOfEndedRun: RunEndedHook = async (tx, run) => {
-  await cancelOpenReviews(tx.db, run.run_id, tx.hub.now());
+  await writeThenNotify(tx.db, [cancelOpenReviews(tx.db, run.run_id, tx.hub.now())], []);
 };
 
 /**
