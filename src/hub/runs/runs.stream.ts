@@ -11,6 +11,7 @@ import type { Hub } from '../context.js';
 import { historyAfter, realmChangesAfter } from './history.repo.js';
 import { logLinesAfter } from './logs.repo.js';
 import { showRun, visibleRun } from './read.service.js';
+import { realmChanges, SETTLE_MS } from './realm-changes.js';
 import { loadRun, loadRuns } from './runs.repo.js';
 
 /**
@@ -82,7 +83,12 @@ export function registerRunStreams(app: FastifyInstance, hub: Hub): void {
     if (given !== undefined && !/^[0-9a-f-]{36}$/.test(given))
       throw new AppError('invalid_params', 'Last-Event-ID is not an event id of this stream');
     // Without Last-Event-ID: changes from now on (history ids are time-ordered).
-    const changes = realmChanges(hub, realm_id, given ?? hub.newId());
+    const changes = realmChanges({
+      read: (after, limit) => realmChangesAfter(hub.db, realm_id, after, limit),
+      now: () => hub.now(),
+      settleMs: isPostgres(hub.db) ? SETTLE_MS : 0,
+      from: given ?? hub.newId(),
+    });
     const s = start(reply, req, { open, pollMs: hub.config.streamPollMs }, (realm) => realm === realm_id);
     await s.loop(async () => {
       const fresh = await changes.next();
@@ -103,55 +109,6 @@ export function registerRunStreams(app: FastifyInstance, hub: Hub): void {
   app.addHook('preClose', async () => {
     for (const s of open) s.end();
   });
-}
-
-/**
- * The realm's history entries not yet seen, after `from`. On SQLite transactions commit one at a
- * time, in the order of their ids. On PostgreSQL they commit in any order, so an entry can become
- * visible after one with a later id was read: each read also covers the last SETTLE_MS again and
- * skips what it has sent (an entry committed more than SETTLE_MS after its id was made could still
- * be missed; the hub's transactions take milliseconds).
- */
-function realmChanges(hub: Hub, realmId: string, from: string) {
-  const settleMs = isPostgres(hub.db) ? SETTLE_MS : 0;
-  let floor = from;
-  const sent = new Set<string>();
-  return {
-    async next(): Promise<{ id: string; run_id: string }[]> {
-      const rows: { id: string; run_id: string }[] = [];
-      let whole = false;
-      for (let page = 0, at = floor; page < (settleMs ? 10 : 1); page++) {
-        const got = await realmChangesAfter(hub.db, realmId, at, BATCH);
-        rows.push(...got);
-        if (got.length < BATCH) {
-          whole = true;
-          break;
-        }
-        at = got.at(-1)!.id;
-      }
-      const fresh = rows.filter((r) => !sent.has(r.id));
-      if (!settleMs) {
-        if (rows.length) floor = rows.at(-1)!.id;
-        return fresh;
-      }
-      for (const r of fresh) sent.add(r.id);
-      // Entries older than the window are final: read no more of them.
-      const horizon = idAt(hub.now() - settleMs);
-      if (whole && horizon > floor) {
-        floor = horizon;
-        for (const id of sent) if (id <= floor) sent.delete(id);
-      }
-      return fresh;
-    },
-  };
-}
-
-const SETTLE_MS = 1_000;
-
-/** The smallest UUID v7 of the millisecond `ms`: ids made before it sort lower. */
-function idAt(ms: number): string {
-  const h = Math.max(0, ms).toString(16).padStart(12, '0');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-0000-0000-000000000000`;
 }
 
 function parse<T>(schema: z.ZodType<T>, params: unknown): T {

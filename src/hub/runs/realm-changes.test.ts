@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type Change, idAt, RESCAN_MS, realmChanges, SETTLE_MS } from './realm-changes.js';
+
+/** An entry id made at `ms`, the `n`th of that millisecond (ids sort as UUID v7s do). */
+const idOf = (ms: number, n = 1) => `${idAt(ms).slice(0, 24)}${n.toString(16).padStart(12, '0')}`;
+
+/** A realm's committed entries, in a list a test adds to in any order, and the reads made of it. */
+function realm() {
+  const committed: Change[] = [];
+  const reads: string[] = [];
+  return {
+    reads,
+    commit(id: string, run = 'r') {
+      committed.push({ id, run_id: run });
+      committed.sort((a, b) => (a.id < b.id ? -1 : 1));
+    },
+    async read(after: string, limit: number) {
+      reads.push(after);
+      return committed.filter((c) => c.id > after).slice(0, limit);
+    },
+  };
+}
+
+const ids = (xs: Change[]) => xs.map((x) => x.id);
+
+describe('a realm stream’s cursor', () => {
+  it('where transactions commit in order (SQLite): each look reads after the last entry sent', async () => {
+    const r = realm();
+    const c = realmChanges({ read: r.read, now: () => 1_000, settleMs: 0, from: idOf(0) });
+    r.commit(idOf(10));
+    r.commit(idOf(20));
+    assert.deepEqual(ids(await c.next()), [idOf(10), idOf(20)]);
+    r.commit(idOf(30));
+    assert.deepEqual(ids(await c.next()), [idOf(30)]);
+    assert.deepEqual(r.reads, [idOf(0), idOf(20)]);
+  });
+
+  it('on PostgreSQL a wake reads after the newest entry seen, and the window again every RESCAN_MS', async () => {
+    const r = realm();
+    let now = 10_000;
+    const c = realmChanges({ read: r.read, now: () => now, settleMs: SETTLE_MS, from: idOf(9_000) });
+    r.commit(idOf(9_500));
+    assert.deepEqual(ids(await c.next()), [idOf(9_500)]);
+    const start = r.reads.length;
+    for (let i = 1; i <= 5; i++) {
+      now += 10;
+      r.commit(idOf(9_500 + i));
+      assert.deepEqual(ids(await c.next()), [idOf(9_500 + i)], 'each new entry once');
+    }
+    assert.deepEqual(
+      r.reads.slice(start),
+      [1, 2, 3, 4, 5].map((i) => idOf(9_500 + i - 1)),
+      'no wake read the window while newer entries came',
+    );
+    now += RESCAN_MS;
+    r.commit(idOf(9_600));
+    assert.deepEqual(ids(await c.next()), [idOf(9_600)]);
+    assert.equal(r.reads.at(-1), idOf(9_000), 'the window again, from where entries are final');
+  });
+
+  it('an entry that commits after a newer one was sent is sent once, when a wake finds nothing newer', async () => {
+    const r = realm();
+    let now = 20_000;
+    const c = realmChanges({ read: r.read, now: () => now, settleMs: SETTLE_MS, from: idOf(19_000) });
+    r.commit(idOf(19_990, 2));
+    assert.deepEqual(ids(await c.next()), [idOf(19_990, 2)]);
+    now += 5;
+    // Its id was made before the one sent, its transaction committed after.
+    r.commit(idOf(19_990, 1));
+    assert.deepEqual(ids(await c.next()), [idOf(19_990, 1)]);
+    now += 5;
+    assert.deepEqual(ids(await c.next()), [], 'never twice');
+  });
+
+  it('entries older than the window become final: later looks start above them', async () => {
+    const r = realm();
+    let now = 30_000;
+    const c = realmChanges({ read: r.read, now: () => now, settleMs: SETTLE_MS, from: idOf(29_000) });
+    r.commit(idOf(29_500));
+    assert.deepEqual(ids(await c.next()), [idOf(29_500)]);
+    now += SETTLE_MS + RESCAN_MS;
+    assert.deepEqual(ids(await c.next()), []);
+    assert.equal(r.reads.at(-1), idOf(29_000));
+    now += RESCAN_MS;
+    assert.deepEqual(ids(await c.next()), []);
+    assert.equal(r.reads.at(-1), idAt(30_000 + RESCAN_MS), 'the window starts where entries were final');
+  });
+});
