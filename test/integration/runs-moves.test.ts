@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { reportRun } from '../../src/hub/runs/daemon.service.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { agentDir, registerAgent, registerTeam } from '../helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../helpers/tunnel-client.js';
@@ -195,6 +196,36 @@ describe('run state moves and fencing', () => {
       'phase.completed',
       'run.ended',
     ]);
+  });
+
+  it('reports made together are applied together, and a refused one fails alone', async () => {
+    const hub = h.running.hub;
+    const daemon = await hub.db
+      .selectFrom('daemons')
+      .selectAll()
+      .where('id', '=', w.daemonId)
+      .executeTakeFirstOrThrow();
+    const actor = { kind: 'daemon' as const, daemon };
+    const runs = [await claimedRun(), await claimedRun(), await claimedRun()];
+    // In one turn of the event loop: one group.
+    const replies = await Promise.allSettled(
+      runs.map((r, i) =>
+        reportRun(hub, actor, {
+          run_id: r.runId,
+          lease_epoch: i === 1 ? r.epoch - 1 : r.epoch,
+          event: 'started',
+          next: [{ event: 'phase.started', phase: 'only' }],
+        }),
+      ),
+    );
+    assert.deepEqual(
+      replies.map((x) => (x.status === 'fulfilled' ? x.value.state : (x.reason as { code: string }).code)),
+      ['running', 'conflict', 'running'],
+    );
+    const states = await Promise.all(
+      runs.map(async (r) => (await h.ok('runs/get_by_id', { run_id: r.runId })).data.state),
+    );
+    assert.deepEqual(states, ['running', 'assigned', 'running']);
   });
 
   it('refuses report, renew_lease and append_logs with an older epoch (fencing)', async () => {

@@ -1,6 +1,7 @@
 import type { RunsTable } from '../../db/schema.js';
 import { isTerminal, type RunState } from '../../shared/api/run-states.js';
 import { conflict } from '../../shared/errors.js';
+import { groupCalls } from '../../shared/group-calls.js';
 import type { AppendLogsBody, RenewLeaseBody, RunReportBody, RunReportEvent } from '../../shared/protocol.js';
 import type { DaemonActor } from '../access/actor.js';
 import { notifyRunChanged } from '../cluster/bus.js';
@@ -63,25 +64,60 @@ interface Applied {
 /**
  * `runs/report`: an event and the ones in `next`, in order, in one transaction; each a state move or
  * a phase step with its history entry. Any event refused refuses them all.
+ *
+ * Reports that arrive while such a transaction runs (the runs of a busy hub) are applied together in
+ * the next one, a group commit as for new runs (src/shared/group-calls.ts): one `begin` and one
+ * `commit` for the group, and on PostgreSQL one statement for all of their history entries and
+ * notices. A group that fails is applied again report by report, so a refused report fails alone.
  */
-export async function reportRun(hub: Hub, actor: DaemonActor, input: RunReportBody): Promise<Reported> {
+export function reportRun(hub: Hub, actor: DaemonActor, input: RunReportBody): Promise<Reported> {
+  let report = reporters.get(hub.db);
+  if (!report) {
+    report = groupCalls((items) => applyReports(items[0]!.hub, items), MAX_REPORTS);
+    reporters.set(hub.db, report);
+  }
+  return report({ hub, actor, input });
+}
+
+interface ReportCall {
+  hub: Hub;
+  actor: DaemonActor;
+  input: RunReportBody;
+}
+
+/** At most this many reports are applied in one transaction. */
+const MAX_REPORTS = 64;
+const reporters = new WeakMap<object, (call: ReportCall) => Promise<Reported>>();
+
+async function applyReports(hub: Hub, calls: readonly ReportCall[]): Promise<Reported[]> {
   const leaseMs = await leaseMsOf(hub);
   return inTx(hub, async (tx) => {
-    let run = await heldRun(tx.db, actor, input.run_id, input.lease_epoch);
-    const events: RunReportEvent[] = [input, ...(input.next ?? [])];
-    let last: Applied = { state: run.state, set: {} };
-    for (const event of events) {
-      last = await applyEvent(tx, run, event, leaseMs);
-      run = { ...run, ...last.set, state: last.state };
-    }
-    return {
-      run_id: run.run_id,
-      state: last.state,
-      lease_epoch: run.lease_epoch,
-      lease_expires_at: run.lease_expires_at,
-      applied: events.length,
-    };
+    const out: Reported[] = [];
+    for (const { actor, input } of calls) out.push(await applyReport(tx, actor, input, leaseMs));
+    return out;
   });
+}
+
+async function applyReport(
+  tx: Tx,
+  actor: DaemonActor,
+  input: RunReportBody,
+  leaseMs: number,
+): Promise<Reported> {
+  let run = await heldRun(tx.db, actor, input.run_id, input.lease_epoch);
+  const events: RunReportEvent[] = [input, ...(input.next ?? [])];
+  let last: Applied = { state: run.state, set: {} };
+  for (const event of events) {
+    last = await applyEvent(tx, run, event, leaseMs);
+    run = { ...run, ...last.set, state: last.state };
+  }
+  return {
+    run_id: run.run_id,
+    state: last.state,
+    lease_epoch: run.lease_epoch,
+    lease_expires_at: run.lease_expires_at,
+    applied: events.length,
+  };
 }
 
 async function applyEvent(tx: Tx, run: RunsTable, input: RunReportEvent, leaseMs: number): Promise<Applied> {
