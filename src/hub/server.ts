@@ -38,7 +38,7 @@ import { createClaimedItems } from './runs/claimed-items.js';
 import { createRunMetrics } from './runs/run-metrics.js';
 import { startRunsBackground } from './runs/runs.background.js';
 import { registerRunStreams } from './runs/runs.stream.js';
-import { startScheduler } from './schedules/schedules.background.js';
+import { createScheduler } from './schedules/schedules.background.js';
 import { createCipher } from './secrets/cipher.js';
 import { loadKeyRing } from './secrets/keys.js';
 import { resealAll } from './secrets/reseal.js';
@@ -123,8 +123,14 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     const access = createAccessCache();
     const rules = createRulesCache();
     const catalog = createCatalogCache();
+    // The scheduler wakes when a schedule is written through this process.
+    const scheduler = createScheduler();
     const base: Omit<Hub, 'tunnel'> = {
-      db: database.db.withPlugin(access.watch).withPlugin(rules.watch).withPlugin(catalog.watch),
+      db: database.db
+        .withPlugin(access.watch)
+        .withPlugin(rules.watch)
+        .withPlugin(catalog.watch)
+        .withPlugin(scheduler.watch),
       access,
       rules,
       catalog,
@@ -200,7 +206,7 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     metrics.push(() => retentionMetrics(retention.removed()));
     metrics.push(() => hub.runMetrics.lines());
     // Schedules (src/hub/schedules/): fires each scheduled time once, sleeping until the next one.
-    const stopScheduler = startScheduler(hub);
+    const stopScheduler = scheduler.start(hub);
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
     const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;

@@ -186,6 +186,34 @@ describe('schedules', () => {
     assert.ok(runs.filter((r) => r.state === 'queued').length <= 1);
   });
 
+  it('a schedule made through this process keeps its first time, however long the scheduler sleeps', async () => {
+    const lazy = await startTestHub({ config: { scheduleMaxSleepMs: 600_000 } });
+    try {
+      const lw = await buildWorld(lazy);
+      await lazy.ok('agents/register', {
+        org_id: lw.orgId,
+        manifest: { name: 'tick', version: '1.0.0', agent_type: 'exec', command: ['true'] },
+      });
+      await registerTeam(lazy, lw.orgId, 'tick-team', [{ name: 'p', agent: 'tick' }]);
+      const s = (
+        await lazy.ok('schedules/new', { realm_id: lw.realmId, team: 'tick-team', cron: '* * * * * *' })
+      ).data;
+      const firstTime = s.next_fire_at as number;
+      const fired = () =>
+        lazy.running.hub.db
+          .selectFrom('schedule_slots')
+          .selectAll()
+          .where('schedule_id', '=', s.id)
+          .execute();
+      // Asleep with nothing to do, the scheduler would wake again in ten minutes.
+      await until('its first time fired', async () => (await fired()).length >= 1 && true, 10_000);
+      assert.equal(Math.min(...(await fired()).map((x) => x.slot_at)), firstTime);
+      await lazy.ok('schedules/update', { id: s.id, enabled: false });
+    } finally {
+      await lazy.close();
+    }
+  });
+
   it('overlap skip: while a run is going, the times are recorded as skipped', async () => {
     const s = (await h.ok('schedules/new', { realm_id: w.realmId, team: 'tick-team', cron: '* * * * * *' }))
       .data;
