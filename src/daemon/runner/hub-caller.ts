@@ -140,8 +140,8 @@ export class RunHubCaller {
   /**
    * Events in order, as few reports as the hub takes: each carries up to REPORT_NEXT_MAX more in
    * `next`, and its reply's `applied` says how many the hub applied (a hub that predates `next`
-   * answers without it, having applied the first). What was not sent when a call fails is held
-   * again, for the run's next report. Answers the last reply.
+   * answers without it, having applied the first). What was not sent when the hub cannot be
+   * reached is held again, for the run's next report; a refusal drops it. Answers the last reply.
    */
   private async sendReports(run: LeasedRun, events: RunReportEvent[]): Promise<unknown> {
     let reply: unknown;
