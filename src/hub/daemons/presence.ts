@@ -24,7 +24,7 @@ const GROUP = 500;
  * How long a write waits for others: handshakes complete one per event-loop turn, so without a
  * window a storm would still commit once per daemon. A daemon's hello waits this much longer.
  */
-export const PRESENCE_WINDOW_MS = 10;
+export const PRESENCE_WINDOW_MS = 3;
 const OVER_WINDOW = { windowMs: PRESENCE_WINDOW_MS };
 
 const connection = (c: Conn) => ({ daemonId: c.daemonId, connectionId: c.id });
