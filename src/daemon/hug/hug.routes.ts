@@ -59,8 +59,8 @@ export const hugRoutes = [
         input.lease_epoch ?? ctx.runner?.epochOf(input.run_id) ?? (await leaseEpochOf(ctx.db, input.run_id));
       if (epoch === null) throw new DaemonError('NOT_FOUND', 'no such run is running on this daemon');
       // The agent may ask before the hub has heard that its run started (that report goes out
-      // while the agent starts): the hub takes a review only for a running run.
-      await ctx.runner?.startReported(input.run_id);
+      // with the phase's start, once the agent runs): the hub takes a review only for a running run.
+      await ctx.runner?.reported(input.run_id);
       try {
         const review = await ctx.hub.call<{ id: string; round: number; deadline_at: number | null }>(
           'reviews/request',

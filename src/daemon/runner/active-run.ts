@@ -21,7 +21,6 @@ export class ActiveRun implements LeasedRun {
   readonly timers: NodeJS.Timeout[] = [];
   /** Resolves when the run's work here has ended. */
   done: Promise<void> = Promise.resolve();
-  startReport?: Promise<unknown>;
   /** The artifact folder of the agent phase running now (`SVC_ARTIFACTS_DIR`), or null. */
   artifactsDir: string | null = null;
   private readonly now: () => number;

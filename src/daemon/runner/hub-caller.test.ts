@@ -208,6 +208,37 @@ describe('held events go with the run’s next report', () => {
     assert.deepEqual(ev(hub.callsOf('runs/report')[1]!), { event: 'succeeded' });
   });
 
+  it('reported() sends what is held and resolves once the hub took every report of the run', async () => {
+    const order: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const hub = fakeHubApi(async (_op, body) => {
+      order.push(`in ${body.event}`);
+      if (body.event === 'phase.started') await gate;
+      order.push(`out ${body.event}`);
+      return { applied: 1 + ((body.next as unknown[]) ?? []).length };
+    });
+    const { caller } = callerOf(hub);
+    const run = leasedRun();
+    const first = caller.report(run, 'phase.started', { phase: 'a' });
+    caller.hold(run, 'awaiting_input');
+    const taken = caller.reported(run).then(() => order.push('reported'));
+    const later = caller.report(run, 'input.received');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(order, ['in phase.started'], 'nothing overtakes the report on its way');
+    release();
+    await Promise.all([first, taken, later]);
+    // What was held while the first report was on its way left together, after it.
+    assert.deepEqual(order, [
+      'in phase.started',
+      'out phase.started',
+      'in awaiting_input',
+      'out awaiting_input',
+      'reported',
+    ]);
+    assert.deepEqual(hub.callsOf('runs/report')[1]!.next, [{ event: 'input.received' }]);
+  });
+
   it('an unreachable hub keeps them for the next report; a refusal drops them', async () => {
     let down = true;
     const hub = fakeHubApi((_op, body) => {

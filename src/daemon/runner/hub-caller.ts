@@ -17,11 +17,6 @@ export interface LeasedRun {
   readonly id: string;
   readonly epoch: number;
   readonly fenced: boolean;
-  /**
-   * The `started` report while it is on its way: the run's first phase does not wait for it, but
-   * every later report does, so the hub sees them in order.
-   */
-  startReport?: Promise<unknown>;
   /** Stops the run at once (its agents killed) and reports nothing more. */
   fence(): void;
 }
@@ -54,6 +49,8 @@ export class RunHubCaller {
   private readonly backoff: BackoffOptions;
   /** Events of a run kept to go with its next report (hold). */
   private readonly held = new WeakMap<LeasedRun, RunReportEvent[]>();
+  /** The report of a run on its way: the next one goes after it, so the hub sees them in order. */
+  private readonly sending = new WeakMap<LeasedRun, Promise<unknown>>();
 
   constructor(private readonly opts: RunHubCallerOptions) {
     this.hub = opts.hub;
@@ -72,10 +69,8 @@ export class RunHubCaller {
     body: Record<string, unknown>,
     attempts = this.attempts,
   ): Promise<T> {
-    // Every call of a run after its `started` report waits for that report (see beginStart).
-    if (run.startReport && !(op === 'runs/report' && body.event === 'started')) await run.startReport;
-    // Held events go first: the hub sees a run's calls in the order the run made them.
-    if (op !== 'runs/report' && this.held.has(run)) await this.sendReports(run, this.take(run));
+    // The run's reports, held or on their way, go first: the hub sees its calls in the order made.
+    if (op !== 'runs/report') await this.reported(run);
     for (let attempt = 1; ; attempt++) {
       if (this.opts.closing()) throw new Closing('the daemon is stopping');
       if (run.fenced) throw new Fenced('fenced');
@@ -114,11 +109,12 @@ export class RunHubCaller {
   }
 
   /**
-   * `runs/report` of an event under the run's lease, after the run's `started` report, with the
+   * `runs/report` of an event under the run's lease, after the run's earlier reports, with the
    * events held before it: one call and one transaction on the hub for all of them.
    */
   report(run: LeasedRun, event: RunReportEvent['event'], extra: Omit<RunReportEvent, 'event'> = {}) {
-    return this.sendReports(run, [...this.take(run), { event, ...extra }]);
+    this.hold(run, event, extra);
+    return this.send(run);
   }
 
   /**
@@ -129,6 +125,39 @@ export class RunHubCaller {
     const list = this.held.get(run);
     if (list) list.push({ event, ...extra });
     else this.held.set(run, [{ event, ...extra }]);
+  }
+
+  /**
+   * Sends the run's held events now without waiting for them (a run that waits again for a verdict
+   * after a restart says it started meanwhile). A refusal fences the run; an unreachable hub keeps
+   * them held for its next report.
+   */
+  flush(run: LeasedRun): void {
+    this.send(run).catch(() => {});
+  }
+
+  /** Resolves once the hub has taken the run's reports made so far, held ones sent now. */
+  async reported(run: LeasedRun): Promise<void> {
+    if (this.held.has(run) || this.sending.has(run)) await this.send(run);
+  }
+
+  /**
+   * The run's held events, after its report on its way. When they went with that report (held
+   * before it left), its outcome is theirs.
+   */
+  private send(run: LeasedRun): Promise<unknown> {
+    const before = this.sending.get(run);
+    const sent = (async () => {
+      if (before) await before.catch(() => {});
+      const events = this.take(run);
+      return events.length > 0 ? this.sendReports(run, events) : before;
+    })();
+    this.sending.set(run, sent);
+    const done = () => {
+      if (this.sending.get(run) === sent) this.sending.delete(run);
+    };
+    sent.then(done, done);
+    return sent;
   }
 
   private take(run: LeasedRun): RunReportEvent[] {
@@ -165,15 +194,5 @@ export class RunHubCaller {
         this.held.set(run, [...rest, ...this.take(run)]);
       throw err;
     }
-  }
-
-  /**
-   * Sends `started` without waiting for it (the agent starts meanwhile): later reports of the run
-   * wait for it, and a refusal fences the run, which kills what it started.
-   */
-  beginStart(run: LeasedRun): void {
-    const sent = this.report(run, 'started');
-    run.startReport = sent;
-    sent.catch(() => {}); // awaited (and its error seen) by the run's next report
   }
 }

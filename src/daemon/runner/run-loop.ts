@@ -35,8 +35,8 @@ export async function driveRun(
     // `started` goes with the first phase's `phase.started` (one report). A run that waits again for
     // a verdict sends it at once, while it waits. A retried `started` of this epoch changes nothing
     // on the hub.
-    if (waitAgain) ctx.caller.beginStart(run);
-    else ctx.caller.hold(run, 'started');
+    ctx.caller.hold(run, 'started');
+    if (waitAgain) ctx.caller.flush(run);
     const todo = phases.slice(from);
     for (const [i, phase] of todo.entries()) {
       if (run.stopped) break;

@@ -93,9 +93,10 @@ export class Runner {
     return this.runs.get(runId)?.epoch ?? null;
   }
 
-  /** Resolves once the hub has taken the run's `started` report (if the run is active here). */
-  async startReported(runId: string): Promise<void> {
-    await this.runs.get(runId)?.startReport?.catch(() => {});
+  /** Resolves once the hub has taken the reports of a run active here (its `started` among them). */
+  async reported(runId: string): Promise<void> {
+    const run = this.runs.get(runId);
+    if (run) await this.ctx.caller.reported(run).catch(() => {});
   }
 
   /** Resolves when the run (if active here) has finished its work. */
