@@ -22,7 +22,9 @@ export interface Scheduler {
 export function createScheduler(): Scheduler {
   let wake: () => void = () => {};
   return {
-    watch: clearOnWrite({ schedules: ['next_fire_at', 'enabled'] }, () => wake()),
+    // A person's change writes the whole row; the passes' own writes (the next time, the last run)
+    // name none of these columns, so a pass does not wake the scheduler again.
+    watch: clearOnWrite({ schedules: ['cron', 'timezone', 'enabled'] }, () => wake()),
     start(hub) {
       let stopped = false;
       let timer: NodeJS.Timeout | null = null;
