@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { TEST_DB, type TestDatabase, testDatabase } from '../../test/helpers/db.js';
 import { type Database, openDatabaseOf } from './index.js';
-import { prepared, statementName } from './prepared.js';
+import { oneOf, prepared, statementName } from './prepared.js';
 
 interface Things {
   things: { id: string; kind: string; n: number };
@@ -68,6 +68,21 @@ describe('prepared queries', () => {
     assert.deepEqual(await byKind(d.db, 'y', 4), []);
   });
 
+  it('binds a list of any length as one parameter (oneOf)', async () => {
+    const byIds = prepared((db: Kysely<Things>, ids: string[]) =>
+      db
+        .selectFrom('things')
+        .select('id')
+        .where(oneOf(db, 'id', ids))
+        .orderBy('id'),
+    );
+    assert.deepEqual(await byIds(d.db, ['c', 'a', 'missing']), [{ id: 'a' }, { id: 'c' }]);
+    assert.deepEqual(await byIds(d.db, ['b']), [{ id: 'b' }]);
+    assert.deepEqual(await byIds(d.db, []), []);
+    // Values are data, never SQL.
+    assert.deepEqual(await byIds(d.db, ["a') or ('1'='1", '"b"', 'x"]']), []);
+  });
+
   it('refuses a query that uses an argument other than as a parameter', async () => {
     const shaped = prepared((db: Kysely<Things>, kind: string) =>
       db
@@ -86,7 +101,7 @@ describe('prepared queries', () => {
       await byKind(c, 'y', 1);
       const { rows } = await sql<{ name: string; statement: string }>`
         select name, statement from pg_prepared_statements`.execute(c);
-      const named = rows.filter((r) => r.statement.includes('"things"'));
+      const named = rows.filter((r) => r.statement.includes('"kind" = $1'));
       assert.equal(named.length, 1, JSON.stringify(rows));
       assert.equal(statementName(named[0]!.statement), named[0]!.name);
     });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type CompiledQuery, type Kysely, PostgresAdapter } from 'kysely';
+import { type CompiledQuery, type Kysely, PostgresAdapter, type RawBuilder, sql } from 'kysely';
 
 /**
  * Hot queries, compiled once. `prepared(build)` builds its query with stand-ins for the arguments
@@ -7,8 +7,8 @@ import { type CompiledQuery, type Kysely, PostgresAdapter } from 'kysely';
  * building and no compiling per call. On PostgreSQL the statement is also prepared by name on each
  * connection (see `statementName`), so the server parses and plans it once per connection.
  *
- * For queries of one fixed shape: every argument is a plain value bound as a parameter (no lists of
- * varying length, no clauses that depend on an argument), and the columns are named, not `selectAll`
+ * For queries of one fixed shape: every argument is a plain value bound as a parameter (a list of
+ * any length goes through `oneOf`; no clauses that depend on an argument), and the columns are named, not `selectAll`
  * (a statement prepared as `select *` fails on PostgreSQL once a migration adds a column). Reads, and
  * writes to tables the hub's caches do not watch: Kysely plugins see the query when it is compiled,
  * not at each call.
@@ -26,6 +26,17 @@ export function allColumns<T>() {
   ): C => columns;
 }
 
+/**
+ * `column` equals one of `values`, a list of any length bound as one parameter, so that a prepared
+ * query keeps one shape: `= any($1)` on PostgreSQL (an array), `in (select value from json_each(?))`
+ * on SQLite (the list as JSON text, which `prepared` binds for it).
+ */
+export function oneOf<D>(db: Kysely<D>, column: string, values: readonly string[]): RawBuilder<boolean> {
+  return db.getExecutor().adapter instanceof PostgresAdapter
+    ? sql<boolean>`${sql.ref(column)} = any(${values})`
+    : sql<boolean>`${sql.ref(column)} in (select value from json_each(${values}))`;
+}
+
 /** Stands for the argument at `index` while the query is built. */
 class Arg {
   constructor(readonly index: number) {}
@@ -35,6 +46,8 @@ interface Template {
   compiled: CompiledQuery;
   /** Per parameter: the index of the argument bound there, or -1 for a constant of the query. */
   slots: number[];
+  /** SQLite binds no lists: a list argument (`oneOf`) is bound as JSON text. */
+  listsAsJson: boolean;
 }
 
 /** SQL text → statement name, for the hot queries compiled on PostgreSQL. */
@@ -61,7 +74,7 @@ export function prepared<D, A extends unknown[], R>(
     if (db.getExecutor().adapter instanceof PostgresAdapter) {
       names.set(compiled.sql, `svc_${createHash('sha256').update(compiled.sql).digest('hex').slice(0, 20)}`);
     }
-    return { compiled, slots };
+    return { compiled, slots, listsAsJson: !(db.getExecutor().adapter instanceof PostgresAdapter) };
   };
   return async (db, ...args) => {
     const adapter = db.getExecutor().adapter;
@@ -70,8 +83,12 @@ export function prepared<D, A extends unknown[], R>(
       t = compile(db);
       templates.set(adapter, t);
     }
-    const { compiled, slots } = t;
-    const parameters = slots.map((s, i) => (s < 0 ? compiled.parameters[i] : args[s]));
+    const { compiled, slots, listsAsJson } = t;
+    const parameters = slots.map((s, i) => {
+      if (s < 0) return compiled.parameters[i];
+      const arg = args[s];
+      return listsAsJson && Array.isArray(arg) ? JSON.stringify(arg) : arg;
+    });
     const result = await db.executeQuery<R>({ ...compiled, parameters });
     return result.rows;
   };

@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
-import { allColumns, prepared } from '../../db/prepared.js';
+import { allColumns, oneOf, prepared } from '../../db/prepared.js';
 import type { DaemonsTable, RunsTable } from '../../db/schema.js';
+import { groupCalls } from '../../shared/group-calls.js';
 
 /** Reading one run (SQL): the hot reads, prepared once (src/db/prepared.ts). */
 
@@ -70,15 +71,36 @@ export async function loadRun(db: Kysely<DB>, runId: string): Promise<RunsTable 
 /** The run with its daemon's status (null: no daemon, or a removed one), in one query. */
 export type RunWithDaemon = RunsTable & { daemon_status: DaemonsTable['status'] | null };
 
-const withDaemon = prepared((db: Kysely<DB>, runId: string) =>
+const withDaemonIn = prepared((db: Kysely<DB>, runIds: string[]) =>
   db
     .selectFrom('runs')
     .leftJoin('daemons as d', (j) => j.onRef('d.id', '=', 'runs.daemon_id').on('d.revoked_at', 'is', null))
     .select(OF_RUNS)
     .select('d.status as daemon_status')
-    .where('runs.run_id', '=', runId),
+    .where(oneOf(db, 'runs.run_id', runIds)),
 );
 
-export async function loadRunWithDaemon(db: Kysely<DB>, runId: string): Promise<RunWithDaemon | undefined> {
-  return (await withDaemon(db, runId))[0];
+/** Per database handle: the reads of one run that arrived together, done as one query. */
+const readers = new WeakMap<Kysely<DB>, (runId: string) => Promise<RunWithDaemon | undefined>>();
+
+/** The most runs one grouped read asks for. */
+const MAX_READ_GROUP = 128;
+
+/**
+ * The run with its daemon's status, in one query. Reads that arrive in the same turn of the event
+ * loop share one query (`groupCalls`): under load, one statement and one round trip serve many
+ * requests. Each read is still made after its request arrived, so it sees every write committed
+ * before that.
+ */
+export function loadRunWithDaemon(db: Kysely<DB>, runId: string): Promise<RunWithDaemon | undefined> {
+  let read = readers.get(db);
+  if (!read) {
+    read = groupCalls(async (ids: string[]) => {
+      const rows = await withDaemonIn(db, [...new Set(ids)]);
+      const byRunId = new Map(rows.map((r) => [r.run_id, r]));
+      return ids.map((id) => byRunId.get(id));
+    }, MAX_READ_GROUP);
+    readers.set(db, read);
+  }
+  return read(runId);
 }
