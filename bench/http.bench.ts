@@ -1,13 +1,11 @@
 /**
  * An authenticated read, `runs/get_by_id` with an org member's personal token (`svc_tok_`) on an
- * existing run, against a bare Fastify 5 route in the same process answering the same reply bytes:
- * requests per second and p99 from one keep-alive load generator in a child process (so the server's
- * event loop is its own), same concurrency, same duration. Rounds alternate hub and baseline so
- * that noise on a shared machine hits both. On SQLite and on PostgreSQL (`SVC_BENCH_DB` picks one).
+ * existing run, against a bare Fastify 5 route answering the same reply bytes: requests per second
+ * and p99 from one keep-alive load generator in a child process, same concurrency, same duration.
+ * The hub and the bare server each run alone in a child process of their own, compiled as a
+ * deployed hub runs (bench/lib/hub-process.ts). Rounds alternate hub and baseline so that noise on
+ * a shared machine hits both. On SQLite and on PostgreSQL (`SVC_BENCH_DB` picks one).
  */
-import Fastify from 'fastify';
-import { startHub } from '../src/hub/server.js';
-import { createLogger } from '../src/shared/logger.js';
 import { mintToken } from '../src/shared/tokens.js';
 import type { BenchResult } from './index.js';
 import { startChild } from './lib/child.js';
@@ -43,15 +41,18 @@ async function oneDatabase(
 ): Promise<BenchResult[]> {
   const db = benchDatabase(kind);
   const adminToken = mintToken('user');
-  const running = await startHub({
-    databaseUrl: db.url,
-    ...(db.schema ? { schema: db.schema } : {}),
-    adminToken,
-    log: createLogger('hub', 'silent'),
+  const hub = await startChild('hub-process.ts', {
+    env: {
+      SVC_BENCH_HUB: JSON.stringify({
+        databaseUrl: db.url,
+        ...(db.schema ? { schema: db.schema } : {}),
+        adminToken,
+      }),
+    },
   });
+  const hubUrl = hub.hello.url as string;
   try {
-    const api = (op: string, body: unknown, token = adminToken) =>
-      post(`${running.url}/v1/${op}`, body, token);
+    const api = (op: string, body: unknown, token = adminToken) => post(`${hubUrl}/v1/${op}`, body, token);
     const org = await api('orgs/new', { slug: 'bench', owner: { email: 'owner@bench.test' } });
     const orgId = org.data.org.id as string;
     const session = await api(
@@ -74,14 +75,14 @@ async function oneDatabase(
     const runId = (await api('runs/new', { realm_id: realmId, team: 'noop-team' })).data.run_id as string;
     const read = await compare(
       loader,
-      `${running.url}/v1/runs/get_by_id`,
+      `${hubUrl}/v1/runs/get_by_id`,
       JSON.stringify({ run_id: runId }),
       token,
     );
     // runs/new accepted: no daemon is online, so each run is written and stays queued.
     const create = await compare(
       loader,
-      `${running.url}/v1/runs/new`,
+      `${hubUrl}/v1/runs/new`,
       JSON.stringify({ realm_id: realmId, team: 'noop-team' }),
       token,
     );
@@ -112,7 +113,7 @@ async function oneDatabase(
       },
     ];
   } finally {
-    await running.close();
+    await hub.close();
     await db.cleanup();
   }
 }
@@ -135,12 +136,11 @@ async function compare(
   const reply = await res.text();
   if (res.status >= 300) throw new Error(`${url}: ${res.status} ${reply}`);
   const path = new URL(url).pathname;
-  const bare = Fastify();
-  bare.post(path, async (_req, r) =>
-    r.status(res.status).type('application/json; charset=utf-8').send(reply),
-  );
-  await bare.listen({ host: '127.0.0.1', port: 0 });
-  const bareUrl = `http://127.0.0.1:${(bare.server.address() as { port: number }).port}${path}`;
+  const bare = await startChild('hub-process.ts', {
+    args: ['fastify'],
+    env: { SVC_BENCH_REPLY: JSON.stringify({ path, status: res.status, body: reply }) },
+  });
+  const bareUrl = `${bare.hello.url}${path}`;
   const load = async (target: string): Promise<Load> => {
     const r = (await loader.request('run', {
       url: target,

@@ -3,6 +3,8 @@
  *
  * - `hub` (default): `startHub` with the options in `SVC_BENCH_HUB` (JSON: databaseUrl, schema,
  *   adminToken, config), exactly as `svc hub` composes it, logs silenced.
+ * - `fastify`: the baseline of an HTTP route, a bare Fastify 5 server answering `SVC_BENCH_REPLY`
+ *   (JSON: path, status, body) to every POST at its path.
  * - `ws`: the baseline, a bare `ws` WebSocketServer on a plain HTTP server that pings every
  *   connection every `SVC_BENCH_PING_MS` and drops one that missed a pong, and closes every
  *   connection with 1012 when it stops, as the hub does.
@@ -11,6 +13,7 @@
  * closed, and for the hub the daemons `online` in the database).
  */
 import http from 'node:http';
+import Fastify from 'fastify';
 import { WebSocketServer } from 'ws';
 import { startHub } from '../../src/hub/server.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -19,7 +22,20 @@ import { memory, serveParent } from './child.js';
 
 const counts = { connected: 0, disconnected: 0 };
 
-if (process.argv[2] === 'ws') {
+if (process.argv[2] === 'fastify') {
+  const reply = JSON.parse(process.env.SVC_BENCH_REPLY ?? '{}') as {
+    path: string;
+    status: number;
+    body: string;
+  };
+  const bare = Fastify();
+  bare.post(reply.path, async (_req, r) =>
+    r.status(reply.status).type('application/json; charset=utf-8').send(reply.body),
+  );
+  await bare.listen({ host: '127.0.0.1', port: 0 });
+  const port = (bare.server.address() as { port: number }).port;
+  serveParent({ url: `http://127.0.0.1:${port}` }, { memory: () => memory() }, () => bare.close());
+} else if (process.argv[2] === 'ws') {
   const server = http.createServer((_req, res) => res.writeHead(404).end());
   const wss = new WebSocketServer({ noServer: true });
   const alive = new WeakMap<object, boolean>();
