@@ -29,4 +29,30 @@ describe('claimed items', () => {
     assert.equal(claimed.lostBy('two', b), true);
     assert.equal(claimed.lostBy('three', b), true);
   });
+
+  it('decides the claims of one item one at a time, in arrival order, other items alongside', async () => {
+    const claimed = createClaimedItems();
+    const order: string[] = [];
+    let release!: () => void;
+    const first = claimed.oneAtATime('item', async () => {
+      order.push('first starts');
+      await new Promise<void>((r) => (release = r));
+      order.push('first ends');
+      throw new Error('refused');
+    });
+    const second = claimed.oneAtATime('item', async () => {
+      order.push('second');
+      return 2;
+    });
+    const other = claimed.oneAtATime('other', async () => {
+      order.push('other item');
+      return 3;
+    });
+    assert.equal(await other, 3);
+    assert.deepEqual(order, ['first starts', 'other item']);
+    release();
+    await assert.rejects(first, /refused/);
+    assert.equal(await second, 2, 'a failed claim does not fail the next');
+    assert.deepEqual(order, ['first starts', 'other item', 'first ends', 'second']);
+  });
 });

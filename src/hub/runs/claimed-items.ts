@@ -8,16 +8,27 @@
  * answered from here (another realm's gets the database's `not_found`), and never the winner itself
  * (a retried claim is answered with its run). The oldest entries are forgotten past `max`; claims of a
  * forgotten item, or of one claimed through another hub process, go to the database as before.
+ *
+ * The claims of one offer arrive together (it went to up to three daemons at once), so this process
+ * decides the claims of an item one at a time (`oneAtATime`): a claim that arrives while another
+ * claim of the same item is being decided waits for it, and once that one has won, is answered from
+ * here. Otherwise every claim of the offer would reach the database at once, and the losers would wait
+ * there for the winner's row locks, each in a transaction of its own. The database still decides
+ * every claim that reaches it; this only spares it the ones already decided.
  */
 export interface ClaimedItems {
   /** `daemon` won `itemId` (called once the claim has committed). */
   won(itemId: string, daemon: { id: string; realm_id: string }): void;
   /** Whether `daemon` has lost `itemId` for certain: another daemon of its realm holds it. */
   lostBy(itemId: string, daemon: { id: string; realm_id: string }): boolean;
+  /** Runs `decide` once every claim of `itemId` that came before it through this process is decided. */
+  oneAtATime<T>(itemId: string, decide: () => Promise<T>): Promise<T>;
 }
 
 export function createClaimedItems(max = 10_000): ClaimedItems {
   const items = new Map<string, { daemonId: string; realmId: string }>();
+  /** Per item being decided: the end of its last claim's decision. */
+  const deciding = new Map<string, Promise<unknown>>();
   return {
     won(itemId, daemon) {
       items.set(itemId, { daemonId: daemon.id, realmId: daemon.realm_id });
@@ -26,6 +37,19 @@ export function createClaimedItems(max = 10_000): ClaimedItems {
     lostBy(itemId, daemon) {
       const holder = items.get(itemId);
       return holder !== undefined && holder.realmId === daemon.realm_id && holder.daemonId !== daemon.id;
+    },
+    oneAtATime(itemId, decide) {
+      const before = deciding.get(itemId);
+      const mine = before ? before.then(decide, decide) : decide();
+      const settled = mine.then(
+        () => {},
+        () => {},
+      );
+      deciding.set(itemId, settled);
+      void settled.then(() => {
+        if (deciding.get(itemId) === settled) deciding.delete(itemId);
+      });
+      return mine;
     },
   };
 }

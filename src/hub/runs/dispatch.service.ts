@@ -221,6 +221,9 @@ function offer(tx: Tx, itemId: string, daemonId: string, payload: unknown): Prom
   return tx.command(daemonId, 'offer_job', body);
 }
 
+/** The reply to `queue/claim`: whether this daemon won the item, and the run it holds if so. */
+type ClaimReply = { claimed: boolean; queue_item_id: string; run?: { run_id: string; lease_epoch: number } };
+
 /**
  * A daemon claims an offered item (`queue/claim`): one conditional UPDATE decides the winner, and
  * in the same transaction the winner holds the run and gets its `runs/execute`. A retried claim
@@ -230,9 +233,14 @@ export async function claimRun(
   hub: Hub,
   actor: DaemonActor,
   input: { queue_item_id: string; daemon_id: string },
-): Promise<{ claimed: boolean; queue_item_id: string; run?: { run_id: string; lease_epoch: number } }> {
+): Promise<ClaimReply> {
   if (input.daemon_id !== actor.daemon.id) throw forbidden('a daemon may only claim for itself');
   const itemId = input.queue_item_id;
+  return hub.claims.oneAtATime(itemId, () => decideClaim(hub, actor, itemId));
+}
+
+/** One claim, once the claims of the same item before it through this process are decided. */
+async function decideClaim(hub: Hub, actor: DaemonActor, itemId: string): Promise<ClaimReply> {
   // Another daemon's claim of this offer already won here: lost, without a transaction.
   if (hub.claims.lostBy(itemId, actor.daemon)) return { claimed: false, queue_item_id: itemId };
   const leaseMs = await leaseMsOf(hub);
