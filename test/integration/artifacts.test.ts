@@ -99,8 +99,10 @@ fs.writeFileSync(path.join(dir, 'report.txt'), ${JSON.stringify(REPORT)});
     assert.equal(byName['report.txt'].run_id, runId);
     assert.equal(byName['report.txt'].content_type, 'text/plain; charset=utf-8');
     assert.equal(byName['change.patch'].sha256, sha(PATCH));
-    // The spool is empty once the hub has everything.
+    // The spool is empty once the hub has everything, and the phase's folder is gone.
     assert.deepEqual(readdirSync(path.join(home.dir, 'artifacts', 'spool')), []);
+    assert.deepEqual(readdirSync(path.join(home.dir, 'artifacts')).sort(), ['phases', 'spool']);
+    assert.deepEqual(readdirSync(path.join(home.dir, 'artifacts', 'phases')), []);
   });
 
   it('serves the bytes: full, ranges, ETag and If-None-Match, 416 for a bad range', async () => {

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, mkdirSync, rmSync } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Kysely, Selectable } from 'kysely';
 import type { Logger } from '../../shared/logger.js';
@@ -53,8 +53,22 @@ async function filesUnder(dir: string, prefix = ''): Promise<string[]> {
   return out;
 }
 
+/** Removes a folder the agent left: one system call when it is empty, as it usually is by now. */
+async function removeFolder(dir: string): Promise<void> {
+  try {
+    await rmdir(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return;
+    // Empty folders or a partial upload left inside.
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 export class ArtifactUploader {
   private readonly spool: string;
+  /** The phases' artifact folders, while their agents run. */
+  private readonly phases: string;
   private running: Promise<void> | null = null;
   private closed = false;
   private wake: (() => void) | null = null;
@@ -62,28 +76,38 @@ export class ArtifactUploader {
 
   constructor(private readonly opts: UploaderOptions) {
     this.spool = path.join(opts.home, 'artifacts', 'spool');
+    this.phases = path.join(opts.home, 'artifacts', 'phases');
   }
 
   /**
-   * A fresh, private artifact folder for one phase of a run (`SVC_ARTIFACTS_DIR`). Synchronous: a
-   * few system calls on the way to the agent's start, which should not wait twice for the thread pool
-   * behind whatever else the daemon is doing.
+   * A fresh, private artifact folder for one phase of a run (`SVC_ARTIFACTS_DIR`), named after both
+   * (`~` never occurs in a name `safe` leaves). Synchronous: a system call on the way to the agent's
+   * start, which should not wait twice for the thread pool behind whatever else the daemon is doing.
    */
   phaseFolder(runId: string, phase: string): string {
     const safe = (s: string) => s.replace(/[^A-Za-z0-9._-]/g, '_');
-    const dir = path.join(this.opts.home, 'artifacts', 'runs', safe(runId), safe(phase));
-    // Made afresh: one left by an earlier attempt of the phase is emptied first.
-    if (mkdirSync(dir, { recursive: true, mode: 0o700 }) === undefined) {
-      rmSync(dir, { recursive: true, force: true });
+    const dir = path.join(this.phases, `${safe(runId)}~${safe(phase)}`);
+    try {
       mkdirSync(dir, { mode: 0o700 });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') {
+        mkdirSync(dir, { recursive: true, mode: 0o700 });
+      } else if (code === 'EEXIST') {
+        // One left by an earlier attempt of the phase is emptied first.
+        rmSync(dir, { recursive: true, force: true });
+        mkdirSync(dir, { mode: 0o700 });
+      } else {
+        throw err;
+      }
     }
     return dir;
   }
 
   /** Moves the files of a phase's folder into the spool, records them, and starts sending. */
   async collect(runId: string, phase: string, dir: string): Promise<number> {
-    await mkdir(this.spool, { recursive: true, mode: 0o700 });
     const names = await filesUnder(dir);
+    if (names.length > 0) await mkdir(this.spool, { recursive: true, mode: 0o700 });
     for (const name of names) {
       const from = path.join(dir, ...name.split('/'));
       const file = path.join(this.spool, randomUUID());
@@ -94,8 +118,8 @@ export class ArtifactUploader {
         .values({ run_id: runId, phase, name, file, size, sha256, created_at: this.opts.now() })
         .execute();
     }
-    await rm(dir, { recursive: true, force: true });
-    this.start();
+    await removeFolder(dir);
+    if (names.length > 0) this.start();
     return names.length;
   }
 
