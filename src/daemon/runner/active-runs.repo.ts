@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { ExecuteRunBody } from '../../shared/protocol.js';
 import type { ActiveRunsTable, DaemonDB } from '../db/schema.js';
+import { startIndex } from './plan.js';
 
 /**
  * `active_runs`: a row per run executing here, kept until the run ends here, so that the next start
@@ -20,14 +21,15 @@ export interface ReviewWaitState {
 }
 
 /**
- * Notes a run accepted by `runs/execute`; a newer epoch of the same run replaces the row. The
- * body is stored without its secrets: they stay in memory only (see recover.ts for a restart).
+ * Notes a run accepted by `runs/execute`, with the phase it starts at; a newer epoch of the same run
+ * replaces the row. The body is stored without its secrets: they stay in memory only (see
+ * recover.ts for a restart).
  */
 export async function saveActiveRun(db: Kysely<DaemonDB>, body: ExecuteRunBody, now: number): Promise<void> {
   const { secrets: _inMemoryOnly, ...kept } = body;
   const stored = {
     lease_epoch: body.lease_epoch,
-    phase: body.start_phase,
+    phase: body.team.phases[startIndex(body.team.phases, body.start_phase)]?.name ?? body.start_phase,
     body: JSON.stringify(kept),
     review_id: null,
     review_state: null,

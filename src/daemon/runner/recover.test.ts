@@ -48,7 +48,8 @@ describe('runs a previous process of the daemon left', () => {
     assert.equal(r.reported, 2);
     assert.deepEqual(r.reports, [
       { run_id: 'r1', lease_epoch: 2, event: 'failed', phase: 'build', error: INTERRUPTED },
-      { run_id: 'r2', lease_epoch: 1, event: 'failed', error: INTERRUPTED },
+      // A run that starts at its beginning is noted at its first phase.
+      { run_id: 'r2', lease_epoch: 1, event: 'failed', phase: 'build', error: INTERRUPTED },
     ]);
     assert.deepEqual(r.rows, ['r3']);
   });

@@ -40,7 +40,8 @@ export async function driveRun(
     const todo = phases.slice(from);
     for (const [i, phase] of todo.entries()) {
       if (run.stopped) break;
-      const noted = notePhase(ctx.db, run.id, phase.name);
+      // The first phase is noted already (with the run, or before the restart it resumes after).
+      const noted = i === 0 ? Promise.resolve() : notePhase(ctx.db, run.id, phase.name);
       noted.catch(() => {}); // its error is thrown where it is awaited, after the phase
       const r = await runPhase(ctx, run, body, phase, outputs, waitAgain);
       await noted;
