@@ -2,7 +2,7 @@ import type { Hub } from '../../src/hub/context.js';
 import { inTx } from '../../src/hub/daemons/commands.js';
 import { onlineDaemonIds } from '../../src/hub/daemons/daemons.repo.js';
 import type { OfferJobBody } from '../../src/hub/runs/dispatch.service.js';
-import { insertQueueItem, RUN_ITEM_KIND } from '../../src/hub/runs/queue.repo.js';
+import { newQueueItem, RUN_ITEM_KIND } from '../../src/hub/runs/queue.repo.js';
 
 /**
  * A queue item offered to every online daemon of a realm, in random order, with no run behind it:
@@ -16,7 +16,7 @@ export async function offerItem(
 ): Promise<{ queue_item_id: string; offers: { daemon_id: string; tx_id: string }[] }> {
   const id = hub.newId();
   const offers = await inTx(hub, async (tx) => {
-    await insertQueueItem(tx.db, { id, realm_id: realmId, payload, created_at: hub.now() });
+    await newQueueItem(tx.db, { id, realm_id: realmId, payload, created_at: hub.now() }).execute();
     const out: { daemon_id: string; tx_id: string }[] = [];
     const daemons = await onlineDaemonIds(tx.db, realmId);
     const shuffled = daemons

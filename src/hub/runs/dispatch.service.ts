@@ -7,6 +7,7 @@ import type { ExecuteRunBody, RunAgentManifest, RunPhase } from '../../shared/pr
 import type { DaemonActor } from '../access/actor.js';
 import { definitionOfVersion } from '../catalog/catalog.repo.js';
 import { daemonsThatMayRun, type RunNeeds } from '../catalog/installs.service.js';
+import { writeThenNotify } from '../cluster/bus.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
 import { realmsOfDaemons } from '../daemons/daemons.repo.js';
@@ -14,7 +15,7 @@ import { SEALED_SECRETS_FIELD, sealedRunSecrets } from '../secrets/resolve.js';
 import { loadWorkspace } from '../workspaces/workspaces.repo.js';
 import { admit } from './concurrency.js';
 import { transition } from './lifecycle.js';
-import { claimQueueItem, insertQueueItem, loadQueueItem, RUN_ITEM_KIND } from './queue.repo.js';
+import { claimQueueItem, loadQueueItem, newQueueItem, RUN_ITEM_KIND } from './queue.repo.js';
 import { daemonActor, json } from './run.mapper.js';
 import {
   heldRunsPerDaemon,
@@ -199,7 +200,8 @@ export async function dispatchIn(tx: Tx, run: RunsTable, plan: DispatchPlan): Pr
   const payload = { run_id: run.run_id, team_id: run.team_id };
   if (!(await transition(tx, run, 'offered', { set: { queue_item_id: itemId, ...admitted } }))) return null;
   tx.hub.runMetrics.observeWait(tx.hub.now() - run.created_at);
-  await insertQueueItem(tx.db, { id: itemId, realm_id: run.realm_id, payload, created_at: tx.hub.now() });
+  const item = { id: itemId, realm_id: run.realm_id, payload, created_at: tx.hub.now() };
+  await writeThenNotify(tx.db, [newQueueItem(tx.db, item)], []);
   for (const d of plan.daemons) await offer(tx, itemId, d, payload);
   return null;
 }

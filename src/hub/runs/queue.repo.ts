@@ -1,6 +1,7 @@
 import type { Kysely, QueryCreator } from 'kysely';
 import { type DB, isPostgres, updateOne } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
+import type { Write } from '../cluster/bus.js';
 import { runOfQueueItem } from './runs.repo.js';
 
 /**
@@ -13,21 +14,22 @@ export const RUN_ITEM_KIND = 'run';
 
 export type QueueItemStatus = 'offered' | 'claimed' | 'withdrawn';
 
-export async function insertQueueItem(
+/**
+ * A new item, offered. The write, to run in the caller's transaction with the writes nothing reads
+ * back (bus.ts `writeThenNotify`): nothing reads an item before the offers that name it are sent.
+ */
+export function newQueueItem(
   db: Kysely<DB>,
   item: { id: string; realm_id: string; payload: unknown; created_at: number },
-): Promise<void> {
-  await db
-    .insertInto('queue_items')
-    .values({
-      ...item,
-      kind: RUN_ITEM_KIND,
-      payload: JSON.stringify(item.payload),
-      status: 'offered',
-      claimed_by: null,
-      claimed_at: null,
-    })
-    .execute();
+): Write {
+  return db.insertInto('queue_items').values({
+    ...item,
+    kind: RUN_ITEM_KIND,
+    payload: JSON.stringify(item.payload),
+    status: 'offered',
+    claimed_by: null,
+    claimed_at: null,
+  });
 }
 
 /**
