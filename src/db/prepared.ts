@@ -8,10 +8,10 @@ import { type CompiledQuery, type Kysely, PostgresAdapter, type RawBuilder, sql 
  * connection (see `statementName`), so the server parses and plans it once per connection.
  *
  * For queries of one fixed shape: every argument is a plain value bound as a parameter (a list of
- * any length goes through `oneOf`; no clauses that depend on an argument), and the columns are named, not `selectAll`
- * (a statement prepared as `select *` fails on PostgreSQL once a migration adds a column). Reads, and
- * writes to tables the hub's caches do not watch: Kysely plugins see the query when it is compiled,
- * not at each call.
+ * any length goes through `oneOf`; no clauses that depend on an argument), and the columns are
+ * named, not `selectAll` (a statement prepared as `select *` fails on PostgreSQL once a migration
+ * adds a column). Reads, and writes to tables the hub's caches do not watch: Kysely plugins see the
+ * query when it is compiled, not at each call.
  */
 
 /**
@@ -71,10 +71,11 @@ export function prepared<D, A extends unknown[], R>(
     if (new Set(slots.filter((s) => s >= 0)).size !== arity) {
       throw new Error(`prepared query binds some argument other than as a parameter: ${compiled.sql}`);
     }
-    if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+    if (postgres) {
       names.set(compiled.sql, `svc_${createHash('sha256').update(compiled.sql).digest('hex').slice(0, 20)}`);
     }
-    return { compiled, slots, listsAsJson: !(db.getExecutor().adapter instanceof PostgresAdapter) };
+    return { compiled, slots, listsAsJson: !postgres };
   };
   return async (db, ...args) => {
     const adapter = db.getExecutor().adapter;
