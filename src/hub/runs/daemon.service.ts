@@ -9,7 +9,7 @@ import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
 import { pastItsDeadline, terminateTimedOut } from './deadlines.service.js';
 import { addHistory } from './history.repo.js';
-import { mustTransition, transition } from './lifecycle.js';
+import { mustTransition, RunWrite, transition } from './lifecycle.js';
 import { appendLogLines } from './logs.repo.js';
 import { heldRun } from './read.service.js';
 import { daemonActor, json, type PendingControl, systemActor } from './run.mapper.js';
@@ -20,7 +20,6 @@ import {
   type RunGuard,
   renewLeaseRow,
   runOfControlTx,
-  updateRunRow,
 } from './runs.repo.js';
 import { leaseMsOf } from './settings.js';
 
@@ -106,11 +105,14 @@ async function applyReport(
 ): Promise<Reported> {
   let run = await heldRun(tx.db, actor, input.run_id, input.lease_epoch);
   const events: RunReportEvent[] = [input, ...(input.next ?? [])];
+  // The events' row changes are written as one (lifecycle.ts `RunWrite`).
+  const row = new RunWrite(run);
   let last: Applied = { state: run.state, set: {} };
   for (const event of events) {
-    last = await applyEvent(tx, run, event, leaseMs);
+    last = await applyEvent(tx, run, event, leaseMs, row);
     run = { ...run, ...last.set, state: last.state };
   }
+  if (!(await row.write(tx.db))) throw conflict('the run changed meanwhile; try again');
   return {
     run_id: run.run_id,
     state: last.state,
@@ -120,10 +122,16 @@ async function applyReport(
   };
 }
 
-async function applyEvent(tx: Tx, run: RunsTable, input: RunReportEvent, leaseMs: number): Promise<Applied> {
+async function applyEvent(
+  tx: Tx,
+  run: RunsTable,
+  input: RunReportEvent,
+  leaseMs: number,
+  row: RunWrite,
+): Promise<Applied> {
   const hub = tx.hub;
   const to = moveFor[input.event];
-  if (to === undefined) return phaseStep(tx, run, input, leaseMs);
+  if (to === undefined) return phaseStep(tx, run, input, leaseMs, row);
   // A retried `started` (the hub committed the first one but its reply was lost, say because the
   // process died) changes nothing: this daemon holds this epoch, so the run is already its.
   if (input.event === 'started' && (run.state === 'running' || run.state === 'awaiting_input')) {
@@ -164,6 +172,7 @@ async function applyEvent(tx: Tx, run: RunsTable, input: RunReportEvent, leaseMs
     await mustTransition(tx, run, to, {
       set,
       history: { type: 'run.ended', phase: input.phase ?? run.current_phase, error: set.error, actor: who },
+      with: row,
     });
     return { state: to, set };
   }
@@ -176,6 +185,7 @@ async function applyEvent(tx: Tx, run: RunsTable, input: RunReportEvent, leaseMs
         type: resumed ? 'run.resumed' : 'run.started',
         actor: resumed ? { type: 'user', user_id: pc.requested_by } : who,
       },
+      with: row,
     });
     return { state: to, set };
   }
@@ -186,12 +196,19 @@ async function applyEvent(tx: Tx, run: RunsTable, input: RunReportEvent, leaseMs
       phase: input.phase ?? run.current_phase,
       actor: who,
     },
+    with: row,
   });
   return { state: to, set };
 }
 
 /** phase.started / phase.completed: a step within a running run (no state change). */
-async function phaseStep(tx: Tx, run: RunsTable, input: RunReportEvent, leaseMs: number): Promise<Applied> {
+async function phaseStep(
+  tx: Tx,
+  run: RunsTable,
+  input: RunReportEvent,
+  leaseMs: number,
+  row: RunWrite,
+): Promise<Applied> {
   if (run.state !== 'running') {
     throw conflict(`${input.event} is not allowed while the run is ${run.state}`, { state: run.state });
   }
@@ -207,7 +224,7 @@ async function phaseStep(tx: Tx, run: RunsTable, input: RunReportEvent, leaseMs:
     set.outputs = JSON.stringify(outputs);
     set.current_pid = null;
   }
-  if (!(await updateRunRow(tx.db, run, set))) throw conflict('the run changed meanwhile');
+  row.add(run.state, set);
   await addHistory(tx.db, tx.hub, run, run.state, {
     type: input.event,
     from_phase: input.event === 'phase.started' ? run.current_phase : null,

@@ -1,3 +1,5 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import { isTerminal, type RunState } from '../../shared/api/run-states.js';
 import { conflict } from '../../shared/errors.js';
@@ -22,6 +24,39 @@ export interface Move {
   guard?: RunGuard;
   /** The history entry; its type defaults by the new state (DEFAULT_ENTRY). */
   history?: Partial<HistoryEntry>;
+  /** The row is written with the run's other moves of this transaction (`RunWrite`), not at once. */
+  with?: RunWrite;
+}
+
+/**
+ * The row of a run that several moves and steps change in one transaction (a daemon's report with
+ * the events that follow it), written once: the state the last move leaves it in and every column
+ * the moves set, still guarded by the state and lease epoch it was read in. Each move is checked
+ * against the state table and writes its history entry as it is made; `write` answers false when the
+ * run changed meanwhile, and the caller then refuses them all.
+ */
+export class RunWrite {
+  private to: RunState;
+  private readonly set: RunChanges = {};
+  private changed = false;
+
+  constructor(private readonly run: RunsTable) {
+    this.to = run.state;
+  }
+
+  /** A move to `to` (or a step in the same state) and the columns it sets. */
+  add(to: RunState, set: RunChanges): void {
+    this.to = to;
+    Object.assign(this.set, set);
+    this.changed = true;
+  }
+
+  /** Writes what the moves since the last write changed; false when the run changed meanwhile. */
+  async write(db: Kysely<DB>): Promise<boolean> {
+    if (!this.changed) return true;
+    this.changed = false;
+    return moveRow(db, this.run, this.to, this.set);
+  }
 }
 
 /** The history entry a move writes unless the caller names another. */
@@ -48,7 +83,14 @@ export async function transition(tx: Tx, run: RunsTable, to: RunState, move: Mov
     set.current_pid = null;
     if (to !== 'lost') set.completed_at ??= now;
   }
-  if (!(await moveRow(tx.db, run, to, set, move.guard))) return false;
+  if (move.with) {
+    if (move.guard) throw new Error('a move written with others takes no guard of its own');
+    move.with.add(to, set);
+    // The run's end is written before its hooks run: they see the row as it ends.
+    if (isTerminal(to) && !(await move.with.write(tx.db))) return false;
+  } else if (!(await moveRow(tx.db, run, to, set, move.guard))) {
+    return false;
+  }
   const after: RunsTable = { ...run, ...set, state: to };
   await addHistory(tx.db, tx.hub, after, to, {
     phase: after.current_phase,
