@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -103,6 +103,9 @@ fs.writeFileSync(path.join(dir, 'report.txt'), ${JSON.stringify(REPORT)});
     assert.deepEqual(readdirSync(path.join(home.dir, 'artifacts', 'spool')), []);
     assert.deepEqual(readdirSync(path.join(home.dir, 'artifacts')).sort(), ['phases', 'spool']);
     assert.deepEqual(readdirSync(path.join(home.dir, 'artifacts', 'phases')), []);
+    // The agent's outputs file was read and removed; its folder is private.
+    assert.deepEqual(readdirSync(path.join(home.dir, 'outputs')), []);
+    assert.equal((statSync(path.join(home.dir, 'outputs')).mode & 0o777).toString(8), '700');
   });
 
   it('serves the bytes: full, ranges, ETag and If-None-Match, 416 for a bad range', async () => {

@@ -103,6 +103,21 @@ function removeFile(file: string): void {
   }
 }
 
+/**
+ * The text of the agent's outputs file (null: it wrote none), which is then removed, whatever the
+ * agent's exit: the outputs travel on in the run's reports, and the folder holds every run's.
+ */
+function takeOutputs(file: string): string | null {
+  let text: string | null = null;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {}
+  try {
+    unlinkSync(file);
+  } catch {}
+  return text;
+}
+
 /** Signals the agent's process group once it runs. */
 function signalAgent(pid: Promise<number | null>, sig: NodeJS.Signals): void {
   void pid.then((p) => {
@@ -110,12 +125,17 @@ function signalAgent(pid: Promise<number | null>, sig: NodeJS.Signals): void {
   });
 }
 
+/** The outputs folders this process has made (one per daemon home): made once, not per agent. */
+const outputFolders = new Set<string>();
+
 export function startAgent(spec: AgentSpec): AgentRun {
   const { manifest } = spec;
-  // The outputs folder is usually inside the run's own folder (cwd): one call makes both.
+  mkdirSync(spec.cwd, { recursive: true });
   const outputs = path.dirname(spec.outputFile);
-  if (!outputs.startsWith(`${spec.cwd}${path.sep}`)) mkdirSync(spec.cwd, { recursive: true });
-  mkdirSync(outputs, { recursive: true });
+  if (!outputFolders.has(outputs)) {
+    mkdirSync(outputs, { recursive: true, mode: 0o700 });
+    outputFolders.add(outputs);
+  }
   removeFile(spec.outputFile);
   const [cmd, ...args] = manifest.command;
   const child = spec.spawn(cmd!, args, {
@@ -148,6 +168,7 @@ export function startAgent(spec: AgentSpec): AgentRun {
   const result = child.exit.then((exit): { ok: true; outputs: unknown } | { ok: false; error: string } => {
     clearTimeout(timeout);
     if (killTimer) clearTimeout(killTimer);
+    const text = takeOutputs(spec.outputFile);
     if ('error' in exit) return { ok: false, error: `could not start ${cmd}: ${exit.error}` };
     const { code, signal } = exit;
     // Whatever the agent started in its group goes with it.
@@ -159,13 +180,7 @@ export function startAgent(spec: AgentSpec): AgentRun {
         error: signal ? `the agent was stopped by ${signal}` : `the agent exited with code ${code}`,
       };
     }
-    let text: string;
-    try {
-      text = readFileSync(spec.outputFile, 'utf8');
-    } catch {
-      return { ok: true, outputs: {} };
-    }
-    if (text.trim() === '') return { ok: true, outputs: {} };
+    if (text === null || text.trim() === '') return { ok: true, outputs: {} };
     // Outputs travel on inside other bodies (reports, later phases, child runs), each adding
     // levels, and the hub refuses bodies nested deeper than MAX_JSON_DEPTH.
     if (jsonTextTooDeep(text, MAX_OUTPUT_DEPTH)) {

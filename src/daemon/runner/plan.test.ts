@@ -141,10 +141,12 @@ describe('directories', () => {
     assert.equal(runDirectory('/h', { run_id: 'r1', workspace_path: null }), path.join('/h', 'runs', 'r1'));
   });
 
-  it('keeps outputs under the home, one file per phase and epoch', () => {
+  it('keeps outputs in one folder under the home, one file per run, phase and epoch', () => {
+    assert.equal(outputFile('/h', 'r1', 'build', 3), path.join('/h', 'outputs', 'r1~build-3.json'));
+    // No part of the name reaches another folder.
     assert.equal(
-      outputFile('/h', 'r1', 'build', 3),
-      path.join('/h', 'runs', 'r1', '.outputs', 'build-3.json'),
+      outputFile('/h', '../r1', 'a/../b', 1),
+      path.join('/h', 'outputs', '..%2Fr1~a%2F..%2Fb-1.json'),
     );
   });
 });

@@ -109,9 +109,17 @@ export function runDirectory(home: string, body: Pick<ExecuteRunBody, 'run_id' |
   return body.workspace_path ?? path.join(home, 'runs', body.run_id);
 }
 
-/** The file an agent writes its outputs to (SVC_OUTPUT): one per phase and lease epoch, never in the workspace. */
+/**
+ * The file an agent writes its outputs to (SVC_OUTPUT): one per run, phase and lease epoch, in one
+ * private folder under the daemon's home (never in the workspace). Each name part is encoded, so none
+ * can reach another folder.
+ */
 export function outputFile(home: string, runId: string, phase: string, epoch: number): string {
-  return path.join(home, 'runs', runId, '.outputs', `${phase}-${epoch}.json`);
+  return path.join(
+    home,
+    'outputs',
+    `${encodeURIComponent(runId)}~${encodeURIComponent(phase)}-${epoch}.json`,
+  );
 }
 
 /**
