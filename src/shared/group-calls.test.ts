@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { groupCalls } from './group-calls.js';
+import { groupCalls, groupCallsPer } from './group-calls.js';
 
 /** A `run` that records its groups; it waits for `release()` before answering each group. */
 function recorder(fail: (item: number) => boolean = () => false) {
@@ -94,5 +94,23 @@ describe('groupCalls', () => {
     }
     assert.deepEqual(await Promise.all(all), ['10', 'cannot do 2', '30']);
     assert.deepEqual(r.groups, [[1, 2, 3], [1], [2], [3]]);
+  });
+});
+
+describe('groupCallsPer', () => {
+  it('groups the calls of one key together and never with another key', async () => {
+    const seen: [string, number[]][] = [];
+    const call = groupCallsPer(async (key: { name: string }, items: number[]) => {
+      seen.push([key.name, items]);
+      return items.map((i) => `${key.name}${i}`);
+    }, 10);
+    const a = { name: 'a' };
+    const b = { name: 'b' };
+    const out = await Promise.all([call(a, 1), call(b, 2), call(a, 3)]);
+    assert.deepEqual(out, ['a1', 'b2', 'a3']);
+    assert.deepEqual(seen, [
+      ['a', [1, 3]],
+      ['b', [2]],
+    ]);
   });
 });

@@ -64,3 +64,22 @@ export function groupCalls<I, O>(
       }
     });
 }
+
+/**
+ * `groupCalls` with one group commit per key (a database handle: the calls of two hubs in one
+ * process, as in tests, never share a group). `run` gets the key with the group's items.
+ */
+export function groupCallsPer<K extends object, I, O>(
+  run: (key: K, items: I[]) => Promise<O[]>,
+  maxGroup: number,
+): (key: K, item: I) => Promise<O> {
+  const groups = new WeakMap<K, (item: I) => Promise<O>>();
+  return (key, item) => {
+    let call = groups.get(key);
+    if (!call) {
+      call = groupCalls((items: I[]) => run(key, items), maxGroup);
+      groups.set(key, call);
+    }
+    return call(item);
+  };
+}

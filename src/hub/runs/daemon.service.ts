@@ -1,7 +1,7 @@
 import type { RunsTable } from '../../db/schema.js';
 import { isTerminal, type RunState } from '../../shared/api/run-states.js';
 import { conflict } from '../../shared/errors.js';
-import { groupCalls } from '../../shared/group-calls.js';
+import { groupCallsPer } from '../../shared/group-calls.js';
 import type { AppendLogsBody, RenewLeaseBody, RunReportBody, RunReportEvent } from '../../shared/protocol.js';
 import type { DaemonActor } from '../access/actor.js';
 import { notifyRunChanged } from '../cluster/bus.js';
@@ -70,12 +70,7 @@ interface Applied {
  * notices. A group that fails is applied again report by report, so a refused report fails alone.
  */
 export function reportRun(hub: Hub, actor: DaemonActor, input: RunReportBody): Promise<Reported> {
-  let report = reporters.get(hub.db);
-  if (!report) {
-    report = groupCalls((items) => applyReports(items[0]!.hub, items), MAX_REPORTS);
-    reporters.set(hub.db, report);
-  }
-  return report({ hub, actor, input });
+  return reportTogether(hub.db, { hub, actor, input });
 }
 
 interface ReportCall {
@@ -86,7 +81,10 @@ interface ReportCall {
 
 /** At most this many reports are applied in one transaction. */
 const MAX_REPORTS = 64;
-const reporters = new WeakMap<object, (call: ReportCall) => Promise<Reported>>();
+const reportTogether = groupCallsPer(
+  (_db: object, calls: ReportCall[]) => applyReports(calls[0]!.hub, calls),
+  MAX_REPORTS,
+);
 
 async function applyReports(hub: Hub, calls: readonly ReportCall[]): Promise<Reported[]> {
   const leaseMs = await leaseMsOf(hub);

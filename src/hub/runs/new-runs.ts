@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { Actor as HistoryActor } from '../../shared/api/runs.js';
-import { groupCalls } from '../../shared/group-calls.js';
+import { groupCallsPer } from '../../shared/group-calls.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
 import { insertRunGroups, type RunGroup } from './concurrency.js';
@@ -81,16 +81,14 @@ export interface WrittenRun {
 const MAX_GROUP = 100;
 
 /** The group commit of each database handle (its process's one). */
-const writers = new WeakMap<object, (run: NewRun & { hub: Hub }) => Promise<WrittenRun>>();
+const writeTogether = groupCallsPer(
+  (_db: object, runs: (NewRun & { hub: Hub })[]) => inTx(runs[0]!.hub, (tx) => writeRuns(tx, runs)),
+  MAX_GROUP,
+);
 
 /** Writes one new run, together with the others started meanwhile (see above). */
 export function writeNewRun(hub: Hub, run: NewRun): Promise<WrittenRun> {
-  let write = writers.get(hub.db);
-  if (!write) {
-    write = groupCalls((runs) => inTx(runs[0]!.hub, (tx) => writeRuns(tx, runs)), MAX_GROUP);
-    writers.set(hub.db, write);
-  }
-  return write({ ...run, hub });
+  return writeTogether(hub.db, { ...run, hub });
 }
 
 /** Writes new runs in the caller's transaction: rows, history, keys, and their dispatch. */

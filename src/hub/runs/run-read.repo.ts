@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import { allColumns, oneOf, prepared } from '../../db/prepared.js';
 import type { DaemonsTable, RunsTable } from '../../db/schema.js';
-import { groupCalls } from '../../shared/group-calls.js';
+import { groupCallsPer } from '../../shared/group-calls.js';
 
 /** Reading one run (SQL): the hot reads, prepared once (src/db/prepared.ts). */
 
@@ -80,11 +80,15 @@ const withDaemonIn = prepared((db: Kysely<DB>, runIds: string[]) =>
     .where(oneOf(db, 'runs.run_id', runIds)),
 );
 
-/** Per database handle: the reads of one run that arrived together, done as one query. */
-const readers = new WeakMap<Kysely<DB>, (runId: string) => Promise<RunWithDaemon | undefined>>();
-
 /** The most runs one grouped read asks for. */
 const MAX_READ_GROUP = 128;
+
+/** Per database handle: the reads of one run that arrived together, done as one query. */
+const readTogether = groupCallsPer(async (db: Kysely<DB>, ids: string[]) => {
+  const rows = await withDaemonIn(db, [...new Set(ids)]);
+  const byRunId = new Map(rows.map((r) => [r.run_id, r]));
+  return ids.map((id) => byRunId.get(id));
+}, MAX_READ_GROUP);
 
 /**
  * The run with its daemon's status, in one query. Reads that arrive in the same turn of the event
@@ -93,14 +97,5 @@ const MAX_READ_GROUP = 128;
  * before that.
  */
 export function loadRunWithDaemon(db: Kysely<DB>, runId: string): Promise<RunWithDaemon | undefined> {
-  let read = readers.get(db);
-  if (!read) {
-    read = groupCalls(async (ids: string[]) => {
-      const rows = await withDaemonIn(db, [...new Set(ids)]);
-      const byRunId = new Map(rows.map((r) => [r.run_id, r]));
-      return ids.map((id) => byRunId.get(id));
-    }, MAX_READ_GROUP);
-    readers.set(db, read);
-  }
-  return read(runId);
+  return readTogether(db, runId);
 }
