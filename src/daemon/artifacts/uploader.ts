@@ -6,6 +6,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Logger } from '../../shared/logger.js';
 import type { ArtifactUploadsTable, DaemonDB } from '../db/schema.js';
 import { type HubApi, HubRefusedError } from '../hub-api.js';
+import { phaseFileName } from '../runner/plan.js';
 
 /**
  * Artifacts on their way to the hub (CONTRACT.md §13). When a phase ends, `collect` moves each file
@@ -80,13 +81,12 @@ export class ArtifactUploader {
   }
 
   /**
-   * A fresh, private artifact folder for one phase of a run (`SVC_ARTIFACTS_DIR`), named after both
-   * (`~` never occurs in a name `safe` leaves). Synchronous: a system call on the way to the agent's
-   * start, which should not wait twice for the thread pool behind whatever else the daemon is doing.
+   * A fresh, private artifact folder for one phase of a run (`SVC_ARTIFACTS_DIR`). Synchronous: a
+   * system call on the way to the agent's start, which should not wait twice for the thread pool
+   * behind whatever else the daemon is doing.
    */
   phaseFolder(runId: string, phase: string): string {
-    const safe = (s: string) => s.replace(/[^A-Za-z0-9._-]/g, '_');
-    const dir = path.join(this.phases, `${safe(runId)}~${safe(phase)}`);
+    const dir = path.join(this.phases, phaseFileName(runId, phase));
     try {
       mkdirSync(dir, { mode: 0o700 });
     } catch (err) {

@@ -143,11 +143,12 @@ describe('directories', () => {
 
   it('keeps outputs in one folder under the home, one file per run, phase and epoch', () => {
     assert.equal(outputFile('/h', 'r1', 'build', 3), path.join('/h', 'outputs', 'r1~build-3.json'));
-    // No part of the name reaches another folder.
+    // No part of the name reaches another folder, and no two phases share one.
     assert.equal(
       outputFile('/h', '../r1', 'a/../b', 1),
       path.join('/h', 'outputs', '..%2Fr1~a%2F..%2Fb-1.json'),
     );
+    assert.notEqual(outputFile('/h', 'a~b', 'c', 1), outputFile('/h', 'a', 'b~c', 1));
   });
 });
 

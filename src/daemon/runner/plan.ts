@@ -110,16 +110,21 @@ export function runDirectory(home: string, body: Pick<ExecuteRunBody, 'run_id' |
 }
 
 /**
+ * A phase of a run as one file name under the daemon's home: each part encoded (`/` and `~`
+ * included) and the two joined by `~`, so that no two phases share a name and none reaches another
+ * folder.
+ */
+export function phaseFileName(runId: string, phase: string): string {
+  const part = (s: string) => encodeURIComponent(s).replaceAll('~', '%7E');
+  return `${part(runId)}~${part(phase)}`;
+}
+
+/**
  * The file an agent writes its outputs to (SVC_OUTPUT): one per run, phase and lease epoch, in one
- * private folder under the daemon's home (never in the workspace). Each name part is encoded, so none
- * can reach another folder.
+ * private folder under the daemon's home (never in the workspace).
  */
 export function outputFile(home: string, runId: string, phase: string, epoch: number): string {
-  return path.join(
-    home,
-    'outputs',
-    `${encodeURIComponent(runId)}~${encodeURIComponent(phase)}-${epoch}.json`,
-  );
+  return path.join(home, 'outputs', `${phaseFileName(runId, phase)}-${epoch}.json`);
 }
 
 /**
