@@ -12,7 +12,7 @@ import type pg from 'pg';
 import { isSqliteFile, prepareSqliteFile, restrictSqliteFiles } from '../shared/private-files.js';
 import { startCheckpointer } from './checkpointer.js';
 import { migrations as hubMigrations } from './migrations/index.js';
-import { statementName } from './prepared.js';
+import { type PgParts, pgParts, pipelinedClient } from './pg-client.js';
 import type { DB } from './schema.js';
 import { FastSqliteDialect } from './sqlite.js';
 
@@ -62,18 +62,17 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
   if (isPostgresUrl(opts.url)) {
     const { default: pg } = await import('pg');
     if (opts.schema) await ensureSchema(opts.url, opts.schema);
-    const pool = new pg.Pool({
-      ...pgConnection(opts),
-      max: opts.poolSize ?? 10,
-      // ms timestamps are int8: parse them to numbers (they fit well within 2^53).
-      types: {
-        getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-          oid === PG_INT8 || oid === PG_NUMERIC
-            ? (v: string) => Number(v)
-            : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-      },
+    // ms timestamps are int8: parse them to numbers (they fit well within 2^53).
+    const types: pg.CustomTypesConfig = {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === PG_INT8 || oid === PG_NUMERIC
+          ? (v: string) => Number(v)
+          : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    };
+    const pool = new pg.Pool({ ...pgConnection(opts), max: opts.poolSize ?? 10, types });
+    const db = new Kysely<T>({
+      dialect: new PostgresDialect({ pool: pipelinedPool(pool, pgParts(pg, types)) }),
     });
-    const db = new Kysely<T>({ dialect: new PostgresDialect({ pool: namingPool(pool) }) });
     return {
       db,
       dialect: 'postgres',
@@ -106,25 +105,15 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
   };
 }
 
-/**
- * The pool as Kysely uses it, with one difference: the hot queries (prepared.ts) run as named
- * statements, which each connection parses and plans once.
- */
-function namingPool(pool: pg.Pool): PostgresPool {
+/** The pool as Kysely uses it: each connection's client as src/db/pg-client.ts makes it. */
+function pipelinedPool(pool: pg.Pool, parts: PgParts): PostgresPool {
   const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>();
-  const wrap = (client: pg.PoolClient): PostgresPoolClient => ({
-    query: ((text: string, values: unknown[]) => {
-      const name = typeof text === 'string' ? statementName(text) : undefined;
-      return name ? client.query({ name, text, values }) : client.query(text, values);
-    }) as unknown as PostgresPoolClient['query'],
-    release: () => client.release(),
-  });
   return {
     async connect() {
       const client = await pool.connect();
       let wrapped = clients.get(client);
       if (!wrapped) {
-        wrapped = wrap(client);
+        wrapped = pipelinedClient(client, parts);
         clients.set(client, wrapped);
       }
       return wrapped;

@@ -1,7 +1,8 @@
 import { EventEmitter } from 'node:events';
-import { type Kysely, type OperationNodeSource, sql } from 'kysely';
+import { CompiledQuery, type Kysely, type OperationNodeSource, sql } from 'kysely';
 import type pg from 'pg';
 import { isPostgres } from '../../db/index.js';
+import { WITH_COMMIT } from '../../db/pg-client.js';
 import type { Logger } from '../../shared/logger.js';
 import type { BusEventMap, BusHandlers, BusMessage, ClusterBus } from '../ports.js';
 
@@ -94,8 +95,9 @@ const kept = new WeakMap<object, { writes: Write[]; notices: Notice[] }>();
 /**
  * From now on, `writeThenNotify` in this transaction keeps its writes and notices until
  * `flushWrites`, which the transaction calls before it commits (src/hub/daemons/commands.ts, `inTx`).
- * PostgreSQL only: there they all go in one statement, one round trip instead of one each. On
- * SQLite, where a statement costs no round trip, nothing is kept.
+ * PostgreSQL only: there they all go in one statement, which leaves with the transaction's `commit`
+ * (src/db/pg-client.ts `WITH_COMMIT`): one round trip for the writes and the commit instead of one
+ * each. On SQLite, where a statement costs no round trip, nothing is kept.
  */
 // biome-ignore lint/suspicious/noExplicitAny: works for any schema
 export function keepWrites(trx: Kysely<any>): void {
@@ -108,7 +110,7 @@ export async function flushWrites(trx: Kysely<any>): Promise<void> {
   const k = kept.get(trx);
   if (!k) return;
   kept.delete(trx);
-  await send(trx, k.writes, k.notices);
+  await send(trx, k.writes, k.notices, WITH_COMMIT);
 }
 
 /**
@@ -127,9 +129,11 @@ export async function writeThenNotify(
   if (!k) return send(db, writes, notices);
   k.writes.push(...writes);
   k.notices.push(...notices);
-  // A transaction that writes a great deal (a sweep over hundreds of runs) sends what it kept in
-  // statements of a bounded size, well under PostgreSQL's limit of parameters per statement.
-  if (k.writes.length >= MAX_KEPT_WRITES) await send(db, k.writes.splice(0), k.notices.splice(0));
+  // A transaction that writes a great deal (a sweep over hundreds of runs) makes what it kept into
+  // statements of a bounded size, well under PostgreSQL's limit of parameters per statement; they all
+  // leave with the commit.
+  if (k.writes.length >= MAX_KEPT_WRITES)
+    await send(db, k.writes.splice(0), k.notices.splice(0), WITH_COMMIT);
 }
 
 /**
@@ -138,8 +142,14 @@ export async function writeThenNotify(
  */
 const MAX_KEPT_WRITES = 16;
 
-// biome-ignore lint/suspicious/noExplicitAny: works for any schema
-async function send(db: Kysely<any>, writes: readonly Write[], notices: readonly Notice[]): Promise<void> {
+/** Runs `writes` then sends `notices`; on PostgreSQL as one statement, which starts with `prefix`. */
+async function send(
+  // biome-ignore lint/suspicious/noExplicitAny: works for any schema
+  db: Kysely<any>,
+  writes: readonly Write[],
+  notices: readonly Notice[],
+  prefix = '',
+): Promise<void> {
   if (!isPostgres(db)) {
     for (const w of writes) await w.execute();
     for (const n of notices) {
@@ -156,7 +166,10 @@ async function send(db: Kysely<any>, writes: readonly Write[], notices: readonly
   const query = notices.length
     ? sql`select pg_notify(${sql.raw(channelOf('n.c'))}, n.p) from unnest(${channels}::text[], ${payloads}::text[]) as n(c, p)`
     : sql`select 1`;
-  await (ctes.length ? sql`with ${sql.join(ctes)} ${query}` : query).execute(db);
+  const compiled = (ctes.length ? sql`with ${sql.join(ctes)} ${query}` : query).compile(db);
+  await db.executeQuery(
+    prefix ? CompiledQuery.raw(prefix + compiled.sql, [...compiled.parameters]) : compiled,
+  );
 }
 
 /** The bus of a single hub process (SQLite): everything is already in this process. */

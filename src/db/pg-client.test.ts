@@ -1,0 +1,227 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import type { EventEmitter } from 'node:events';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { PG_URL, TEST_DB } from '../../test/helpers/db.js';
+import { dropSchema, openDatabase } from './index.js';
+import { pgParts, pipelinedClient, WITH_COMMIT } from './pg-client.js';
+
+/**
+ * The pipelined client against a real server: the round trips it saves (counted as the server's
+ * ReadyForQuery replies, one per round trip), and that the server ends up exactly where the same
+ * statements sent one by one would leave it, failures included.
+ */
+describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => {
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const types: pg.CustomTypesConfig = {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+      oid === 20
+        ? (v: string) => Number(v)
+        : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+  };
+  let pool: pg.Pool;
+
+  before(async () => {
+    const admin = new pg.Client({ connectionString: PG_URL });
+    await admin.connect();
+    await admin.query(`create schema ${schema}`);
+    await admin.end();
+    // The URL's own `options` would win over the config's (see index.ts): they move into the config.
+    const url = new URL(PG_URL);
+    const options = [...url.searchParams.getAll('options'), `-c search_path=${schema}`].join(' ');
+    url.searchParams.delete('options');
+    pool = new pg.Pool({ connectionString: url.toString(), options, max: 3, types });
+    await pool.query('create table t (id int primary key, v text, n bigint)');
+  });
+  after(async () => {
+    await pool.end();
+    await dropSchema(PG_URL, schema);
+  });
+
+  /** A pipelined client on its own connection, and the round trips it has made since. */
+  async function connect() {
+    const raw = await pool.connect();
+    let trips = 0;
+    const connection = (raw as unknown as { connection: EventEmitter }).connection;
+    const count = () => trips++;
+    connection.on('readyForQuery', count);
+    const client = pipelinedClient(raw, pgParts(pg, types));
+    return {
+      query: client.query as unknown as (text: string, values?: unknown[]) => Promise<pg.QueryResult>,
+      trips: () => trips,
+      release: () => {
+        connection.off('readyForQuery', count);
+        client.release();
+      },
+    };
+  }
+  const ids = async () => (await pool.query('select id from t order by id')).rows.map((r) => r.id);
+
+  it("sends a transaction's begin with its first statement, and what goes with the commit with it", async () => {
+    const c = await connect();
+    try {
+      await c.query('begin');
+      assert.equal(c.trips(), 0);
+      const first = await c.query('insert into t values ($1, $2, $3) returning id, n', [1, 'a', 5]);
+      assert.deepEqual(first.rows, [{ id: 1, n: 5 }]);
+      assert.equal(first.rowCount, 1);
+      assert.equal(c.trips(), 1);
+      const second = await c.query('select count(*)::int as k from t');
+      assert.deepEqual(second.rows, [{ k: 1 }]);
+      assert.equal(c.trips(), 2);
+      await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [2, 'b', 6]);
+      await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [3, 'c', 7]);
+      assert.equal(c.trips(), 2, 'writes kept for the commit are not sent before it');
+      assert.deepEqual(await ids(), [], 'nothing is visible before the commit');
+      await c.query('commit');
+      assert.equal(c.trips(), 3);
+      assert.deepEqual(await ids(), [1, 2, 3]);
+    } finally {
+      c.release();
+      await pool.query('delete from t');
+    }
+  });
+
+  it('a transaction that runs nothing sends nothing; one that only keeps writes sends one round trip', async () => {
+    const c = await connect();
+    try {
+      await c.query('begin');
+      await c.query('commit');
+      await c.query('begin');
+      await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [9, 'x', 1]);
+      await c.query('rollback');
+      assert.equal(c.trips(), 0);
+      assert.deepEqual(await ids(), []);
+      await c.query('begin');
+      await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [4, 'd', 1]);
+      await c.query('commit');
+      assert.equal(c.trips(), 1);
+      assert.deepEqual(await ids(), [4]);
+      // Outside a transaction the mark changes nothing: the statement runs at once.
+      await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [5, 'e', 1]);
+      assert.deepEqual(await ids(), [4, 5]);
+    } finally {
+      c.release();
+      await pool.query('delete from t');
+    }
+  });
+
+  it('a failed first statement fails its call; the rollback then leaves the connection usable', async () => {
+    await pool.query(`insert into t values (1, 'a', 1)`);
+    const c = await connect();
+    try {
+      await c.query('begin');
+      await assert.rejects(c.query('insert into t values ($1, $2, $3)', [1, 'dup', 1]), { code: '23505' });
+      await c.query('rollback');
+      const after = await c.query('select count(*)::int as k from t');
+      assert.deepEqual(after.rows, [{ k: 1 }]);
+      // A new transaction on the same connection begins afresh.
+      await c.query('begin');
+      await c.query('insert into t values ($1, $2, $3)', [2, 'b', 1]);
+      await c.query('commit');
+      assert.deepEqual(await ids(), [1, 2]);
+    } finally {
+      c.release();
+      await pool.query('delete from t');
+    }
+  });
+
+  it('a write that fails at the commit fails the commit, and the whole transaction is undone', async () => {
+    await pool.query(`insert into t values (1, 'a', 1)`);
+    const c = await connect();
+    try {
+      await c.query('begin');
+      await c.query('insert into t values ($1, $2, $3)', [10, 'kept?', 1]);
+      await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [11, 'fine', 1]);
+      await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [1, 'dup', 1]);
+      await assert.rejects(c.query('commit'), { code: '23505' });
+      await c.query('rollback');
+      assert.deepEqual(await ids(), [1]);
+      assert.deepEqual((await c.query('select 1 as one')).rows, [{ one: 1 }]);
+    } finally {
+      c.release();
+      await pool.query('delete from t');
+    }
+  });
+
+  it("values travel as they do one by one, and rows are parsed with the pool's types", async () => {
+    const c = await connect();
+    try {
+      await c.query('begin');
+      const row = (
+        await c.query(
+          `select $1::bigint as big, $2::jsonb as doc, $3::text as nothing, $4::boolean as yes,
+                  $5::bytea as bytes, 'b' = any($6) as listed`,
+          [2 ** 40, { a: [1, 'x'] }, null, true, Buffer.from([0, 255]), ['a', 'b']],
+        )
+      ).rows[0];
+      await c.query('commit');
+      assert.deepEqual(row, {
+        big: 2 ** 40,
+        doc: { a: [1, 'x'] },
+        nothing: null,
+        yes: true,
+        bytes: Buffer.from([0, 255]),
+        listed: true,
+      });
+    } finally {
+      c.release();
+    }
+  });
+
+  it('a value that cannot be sent fails its call alone', async () => {
+    const c = await connect();
+    try {
+      const cyclic: Record<string, unknown> = {};
+      cyclic.self = cyclic;
+      await c.query('begin');
+      await assert.rejects(c.query('select $1::jsonb as doc', [cyclic]), TypeError);
+      await c.query('rollback');
+      assert.equal(c.trips(), 0, 'nothing was sent');
+      assert.deepEqual((await c.query('select 1 as one')).rows, [{ one: 1 }]);
+    } finally {
+      c.release();
+    }
+  });
+
+  it('through Kysely: transactions at once on a small pool each commit or roll back whole', async () => {
+    const d = await openDatabase({ url: PG_URL, schema, poolSize: 3 });
+    await pool.query(`insert into t values (1, 'there before', 0)`);
+    try {
+      const results = await Promise.allSettled(
+        Array.from({ length: 30 }, (_, i) =>
+          d.db.transaction().execute(async (trx) => {
+            await sql`insert into t values (${100 + i}, 'k', ${i})`.execute(trx);
+            await trx.executeQuery(
+              // Every third transaction's kept write collides with a row that was there before.
+              sql`${sql.raw(WITH_COMMIT)}insert into t values (${i % 3 === 2 ? 1 : 200 + i}, 'w', 0)`.compile(
+                trx,
+              ),
+            );
+          }),
+        ),
+      );
+      const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [i] : []));
+      assert.deepEqual(
+        failed,
+        Array.from({ length: 10 }, (_, k) => 3 * k + 2),
+      );
+      const kept = (await sql<{ id: number }>`select id from t order by id`.execute(d.db)).rows.map(
+        (r) => r.id,
+      );
+      const expected = [
+        1,
+        ...results.flatMap((r, i) => (r.status === 'fulfilled' ? [100 + i, 200 + i] : [])),
+      ];
+      assert.deepEqual(
+        kept,
+        expected.sort((a, b) => a - b),
+      );
+    } finally {
+      await d.close();
+      await pool.query('delete from t');
+    }
+  });
+});

@@ -1,0 +1,210 @@
+import type { PostgresPoolClient } from 'kysely';
+import type pg from 'pg';
+import { statementName } from './prepared.js';
+
+/**
+ * The PostgreSQL connection as Kysely uses it, with fewer round trips:
+ *
+ * - The hot queries (prepared.ts) run as named statements, which each connection parses and plans
+ *   once.
+ * - A transaction's `begin` is not sent on its own: it leaves with the transaction's first statement,
+ *   in one write and one reply (the extended protocol allows several statements before one Sync). A
+ *   transaction that runs no statement sends nothing at all.
+ * - Statements marked `WITH_COMMIT` (the writes a transaction keeps until its end, src/hub/cluster/
+ *   bus.ts) leave with its `commit`. Should one fail, PostgreSQL skips the rest, the `commit` reports
+ *   the error, and the transaction is rolled back as for any other failed commit.
+ *
+ * Every statement of a transaction is still answered, in order, before the next one is sent, except
+ * the two pairs above: the server's behaviour is that of the same statements sent one by one.
+ */
+
+/** The start of a statement that travels with its transaction's `commit` (and is answered then). */
+export const WITH_COMMIT = '/* with commit */ ';
+
+/** What `client.query` answers, as Kysely reads it. */
+type Answer = Pick<pg.QueryResult, 'command' | 'rowCount' | 'rows'>;
+
+interface Statement {
+  text: string;
+  values: unknown[];
+}
+
+/** The pieces of `pg` this module uses, given by the caller (the driver is loaded lazily). */
+export interface PgParts {
+  /** pg's result builder (pg/lib/result.js), which parses rows with `types`. */
+  Result: new (
+    rowMode: undefined,
+    types: pg.CustomTypesConfig,
+  ) => ResultBuilder;
+  prepareValue: (value: unknown) => unknown;
+  /** The type parsers every connection of the pool uses. */
+  types: pg.CustomTypesConfig;
+}
+
+/** `PgParts` of the `pg` module, for a pool whose connections parse with `types`. */
+export function pgParts(pgModule: typeof pg, types: pg.CustomTypesConfig): PgParts {
+  const { prepareValue } = (pgModule as unknown as { utils: Pick<PgParts, 'prepareValue'> }).utils;
+  return { Result: pgModule.Result as unknown as PgParts['Result'], prepareValue, types };
+}
+
+/** The part of pg's result builder that a submittable drives. */
+export interface ResultBuilder extends Answer {
+  addFields(fields: unknown[]): void;
+  parseRow(fields: unknown[]): unknown;
+  addRow(row: unknown): void;
+  addCommandComplete(msg: unknown): void;
+}
+
+const nothing = (command: string): Answer => ({ command, rowCount: null, rows: [] });
+
+/** Kysely's client for one pooled connection (one per connection, kept while it lives). */
+export function pipelinedClient(client: pg.PoolClient, parts: PgParts): PostgresPoolClient {
+  /** In a transaction whose `begin` has not left yet. */
+  let beginPending = false;
+  /** In a transaction (begun on the server or not). */
+  let inTransaction = false;
+  let withCommit: Statement[] = [];
+  const run = (text: string, values: unknown[]): Promise<Answer> => {
+    const name = statementName(text);
+    return name ? client.query({ name, text, values }) : client.query(text, values);
+  };
+  /** Sends `statements` together; throws at once, having sent nothing, when a value cannot be sent. */
+  const pipeline = (statements: Statement[]): Promise<Answer[]> => {
+    const mapped = statements.map((s) => ({ text: s.text, values: s.values.map(parts.prepareValue) }));
+    return new Promise((resolve, reject) => {
+      client.query(new Pipeline(mapped, parts, resolve, reject) as unknown as pg.QueryConfig);
+    });
+  };
+  const end = (text: 'commit' | 'rollback'): Promise<Answer> => {
+    const begun = !beginPending;
+    const kept = text === 'commit' ? withCommit : [];
+    const sent =
+      kept.length > 0
+        ? pipeline([...(begun ? [] : [BEGIN]), ...kept, { text, values: [] }]).then(
+            (answers) => answers.at(-1)!,
+          )
+        : begun
+          ? run(text, [])
+          : Promise.resolve(nothing(text.toUpperCase()));
+    withCommit = [];
+    beginPending = false;
+    inTransaction = false;
+    return sent;
+  };
+  const query = async (text: string, values: unknown[] = []): Promise<Answer> => {
+    if (typeof text !== 'string') return client.query(text as unknown as pg.QueryConfig, values);
+    if (text === 'begin') {
+      beginPending = true;
+      inTransaction = true;
+      withCommit = [];
+      return nothing('BEGIN');
+    }
+    if (text === 'commit' || text === 'rollback') return end(text);
+    if (inTransaction && text.startsWith(WITH_COMMIT)) {
+      withCommit.push({ text, values });
+      return nothing('SELECT');
+    }
+    if (beginPending) {
+      const sent = pipeline([BEGIN, { text, values }]);
+      beginPending = false;
+      return (await sent)[1]!;
+    }
+    if (/^start transaction/i.test(text)) inTransaction = true;
+    return run(text, values);
+  };
+  return {
+    query: query as unknown as PostgresPoolClient['query'],
+    release: () => {
+      beginPending = false;
+      inTransaction = false;
+      withCommit = [];
+      client.release();
+    },
+  };
+}
+
+const BEGIN: Statement = { text: 'begin', values: [] };
+
+/**
+ * Several statements in one write, each Parse/Bind/Describe/Execute, and one Sync: one reply. A
+ * `pg` submittable (the interface pg-cursor uses): the client routes the server's messages here.
+ * The first error ends it (the server skips the rest until the Sync).
+ */
+class Pipeline {
+  private readonly results: ResultBuilder[];
+  private index = 0;
+  private failed: unknown = null;
+
+  constructor(
+    private readonly statements: readonly Statement[],
+    parts: PgParts,
+    private readonly resolve: (answers: Answer[]) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {
+    this.results = statements.map(() => new parts.Result(undefined, parts.types));
+  }
+
+  submit(connection: PgConnection): void {
+    connection.stream.cork?.();
+    try {
+      for (const s of this.statements) {
+        connection.parse({ text: s.text, name: '', types: [] });
+        connection.bind({ portal: '', statement: '', values: s.values });
+        connection.describe({ type: 'P', name: '' });
+        connection.execute({ portal: '', rows: 0 });
+      }
+      connection.sync();
+    } finally {
+      connection.stream.uncork?.();
+    }
+  }
+
+  handleRowDescription(msg: { fields: unknown[] }): void {
+    this.results[this.index]?.addFields(msg.fields);
+  }
+
+  handleDataRow(msg: { fields: unknown[] }): void {
+    const result = this.results[this.index];
+    if (!result || this.failed) return;
+    try {
+      result.addRow(result.parseRow(msg.fields));
+    } catch (err) {
+      this.failed = err;
+    }
+  }
+
+  handleCommandComplete(msg: unknown): void {
+    this.results[this.index]?.addCommandComplete(msg);
+    this.index++;
+  }
+
+  handleEmptyQuery(): void {
+    this.index++;
+  }
+
+  handleError(err: unknown): void {
+    this.reject(err);
+  }
+
+  handleReadyForQuery(): void {
+    if (this.failed) this.reject(this.failed);
+    else this.resolve(this.results);
+  }
+
+  handlePortalSuspended(): void {}
+  handleCopyInResponse(connection: PgConnection): void {
+    connection.sendCopyFail('no COPY in a pipeline');
+  }
+  handleCopyData(): void {}
+}
+
+/** The protocol writer of a `pg` connection (pg/lib/connection.js), as a submittable drives it. */
+interface PgConnection {
+  stream: { cork?(): void; uncork?(): void };
+  parse(m: { text: string; name: string; types: unknown[] }): void;
+  bind(m: { portal: string; statement: string; values: unknown[] }): void;
+  describe(m: { type: 'P'; name: string }): void;
+  execute(m: { portal: string; rows: number }): void;
+  sync(): void;
+  sendCopyFail(message: string): void;
+}
