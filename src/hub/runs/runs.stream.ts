@@ -159,16 +159,24 @@ function start(
     wake?.();
   };
   runFeed.on('change', onChange);
+  // The events of one step leave in one write (one system call, and one wake-up of the client).
+  let pending = '';
+  const flush = () => {
+    if (pending && !ended) res.write(pending);
+    pending = '';
+  };
   const stream: Stream = {
     event(type, id, data) {
-      if (!ended) res.write(`id: ${id}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+      if (!ended) pending += `id: ${id}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
     },
     async loop(step) {
       let quietSince = Date.now();
       try {
         while (!ended) {
           changed = false;
-          if (!(await step())) break;
+          const more = await step();
+          flush();
+          if (!more) break;
           if (Date.now() - quietSince >= KEEPALIVE_MS) {
             res.write(': keep-alive\n\n');
             quietSince = Date.now();
