@@ -22,7 +22,16 @@ import { isTerminal, type RunState } from '../src/shared/api/run-states.js';
 import { mintToken } from '../src/shared/tokens.js';
 import type { BenchResult } from './index.js';
 import { type Child, startChild } from './lib/child.js';
-import { benchDatabase, benchDatabases, nowMs, percentile, pool, post } from './lib/util.js';
+import {
+  benchDatabase,
+  benchDatabases,
+  cpuMsOf,
+  nowMs,
+  percentile,
+  pool,
+  post,
+  postgresCpuMs,
+} from './lib/util.js';
 
 const LATENCY_RUNS = Number(process.env.SVC_BENCH_LATENCY_RUNS ?? 120);
 const THROUGHPUT_RUNS = Number(process.env.SVC_BENCH_THROUGHPUT_RUNS ?? 320);
@@ -98,17 +107,16 @@ async function dispatchBench(kind: 'sqlite' | 'postgres', processes: 1 | 2): Pro
     const orgId = org.data.org.id as string;
     const realmId = (await call('realms/list', { org_id: orgId })).data[0].id as string;
     const dt = await call('realms/create_daemon_token', { realm_id: realmId, name: 'bench' });
-    children.push(
-      await startChild('daemon-process.ts', {
-        env: {
-          SVC_BENCH_DAEMON: JSON.stringify({
-            home: path.join(db.dir, 'daemon'),
-            hubUrls: [b.hello.url],
-            realmToken: dt.data.token,
-          }),
-        },
-      }),
-    );
+    const daemon = await startChild('daemon-process.ts', {
+      env: {
+        SVC_BENCH_DAEMON: JSON.stringify({
+          home: path.join(db.dir, 'daemon'),
+          hubUrls: [b.hello.url],
+          realmToken: dt.data.token,
+        }),
+      },
+    });
+    children.push(daemon);
     await call('agents/register', {
       org_id: orgId,
       manifest: { name: 'stamp', version: '1.0.0', command: ['/bin/bash', agent] },
@@ -208,10 +216,25 @@ async function dispatchBench(kind: 'sqlite' | 'postgres', processes: 1 | 2): Pro
       };
     });
 
-    // (b) throughput, IN_FLIGHT runs at a time, against direct spawns IN_FLIGHT at a time.
+    // (b) throughput, IN_FLIGHT runs at a time, against direct spawns IN_FLIGHT at a time. The CPU
+    // time each process spent on it, per run, does not move with the machine's other load as the
+    // rate does.
+    const hubs = [...new Set([a, b])];
+    const cpu = () => ({
+      hub: hubs.reduce((sum, h) => sum + cpuMsOf(h.pid), 0),
+      daemon: cpuMsOf(daemon.pid),
+      client: ((u) => (u.user + u.system) / 1000)(process.cpuUsage()),
+      postgres: kind === 'postgres' ? postgresCpuMs() : 0,
+    });
+    const cpu0 = cpu();
     const t0 = performance.now();
     await pool(THROUGHPUT_RUNS, IN_FLIGHT, () => run());
     const runsPerSec = THROUGHPUT_RUNS / ((performance.now() - t0) / 1000);
+    const cpu1 = cpu();
+    const perRun = (k: keyof typeof cpu0) => ((cpu1[k] - cpu0[k]) / THROUGHPUT_RUNS).toFixed(2);
+    const cpuNote =
+      `CPU per run: hub ${perRun('hub')} ms, daemon ${perRun('daemon')} ms, this client ${perRun('client')} ms` +
+      (kind === 'postgres' ? `, PostgreSQL ${perRun('postgres')} ms` : '');
     const t1 = performance.now();
     await pool(THROUGHPUT_RUNS, IN_FLIGHT, (i) => direct(`t-${i}`));
     const spawnsPerSec = THROUGHPUT_RUNS / ((performance.now() - t1) / 1000);
@@ -221,7 +244,7 @@ async function dispatchBench(kind: 'sqlite' | 'postgres', processes: 1 | 2): Pro
       value: runsPerSec,
       baseline: { name: `direct spawn + exit, ${IN_FLIGHT} at a time`, value: spawnsPerSec },
       higherIsBetter: true,
-      note: `${THROUGHPUT_RUNS} runs; a run's end learnt from the realm's event stream`,
+      note: `${THROUGHPUT_RUNS} runs; a run's end learnt from the realm's event stream; ${cpuNote}`,
     });
     return results;
   } finally {

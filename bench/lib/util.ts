@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -27,6 +27,35 @@ export const nowMs = () => performance.timeOrigin + performance.now();
 
 export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+/** CPU time (user + system, ms) a process has used so far, from /proc (Linux; 10 ms resolution). */
+export function cpuMsOf(pid: number): number {
+  try {
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+/** Linux's USER_HZ: /proc counts CPU time in these ticks. */
+const CLOCK_TICKS = 100;
+
+/** CPU time (ms) of every PostgreSQL server process on this machine, for a bench's share of it. */
+export function postgresCpuMs(): number {
+  let total = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') total += cpuMsOf(Number(pid));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
