@@ -1,5 +1,5 @@
-import type { Kysely } from 'kysely';
-import type { DB } from '../../db/index.js';
+import { type Kysely, sql } from 'kysely';
+import { type DB, isPostgres } from '../../db/index.js';
 import { prepared } from '../../db/prepared.js';
 import type { CommandOutboxTable } from '../../db/schema.js';
 import type { AckFrame } from '../../shared/protocol.js';
@@ -106,44 +106,76 @@ export async function markSent(db: Kysely<DB>, txIds: string[], now: number): Pr
 }
 
 /**
- * Records acks, in one transaction. For each, the acked command's path when it was the first ack
- * (null: a repeated ack, or a tx_id that is not that daemon's, changes nothing).
+ * Records acks, in one statement however many arrive together. For each, the acked command's path
+ * when it was the first ack (null: a repeated ack, an ack repeated in the same batch, or a tx_id that
+ * is not that daemon's, changes nothing).
  */
-export function markAcked(
+export async function markAcked(
   db: Kysely<DB>,
   acks: readonly { daemonId: string; ack: AckFrame }[],
   now: number,
 ): Promise<(string | null)[]> {
-  if (acks.length === 1) return Promise.all([markOneAcked(db, acks[0]!.daemonId, acks[0]!.ack, now)]);
-  return db.transaction().execute(async (trx) => {
-    const firsts: (string | null)[] = [];
-    for (const { daemonId, ack } of acks) firsts.push(await markOneAcked(trx, daemonId, ack, now));
-    return firsts;
+  const key = (txId: string, daemonId: string) => `${daemonId} ${txId}`;
+  const firstOf = new Map<string, number>();
+  acks.forEach(({ daemonId, ack }, i) => {
+    if (!firstOf.has(key(ack.tx_id, daemonId))) firstOf.set(key(ack.tx_id, daemonId), i);
   });
-}
-
-async function markOneAcked(
-  db: Kysely<DB>,
-  daemonId: string,
-  ack: AckFrame,
-  now: number,
-): Promise<string | null> {
-  const row = await db
-    .updateTable('command_outbox')
-    .set({
-      status: 'acked',
+  const rows: AckRow[] = [...firstOf.values()].map((i) => {
+    const { daemonId, ack } = acks[i]!;
+    return {
+      tx_id: ack.tx_id,
+      daemon_id: daemonId,
       ack_status: ack.status,
       reply: ack.status === 'ok' ? JSON.stringify(ack.reply ?? null) : null,
       error: ack.status === 'error' ? JSON.stringify(ack.error ?? null) : null,
-      acked_at: now,
-    })
-    .where('tx_id', '=', ack.tx_id)
-    .where('daemon_id', '=', daemonId)
-    .where('status', '=', 'pending')
-    .returning('path')
-    .executeTakeFirst();
-  return row?.path ?? null;
+    };
+  });
+  const acked = new Map(
+    (await ackAll(db, JSON.stringify(rows), now)).map((r) => [key(r.tx_id, r.daemon_id), r.path]),
+  );
+  return acks.map(({ daemonId, ack }, i) =>
+    firstOf.get(key(ack.tx_id, daemonId)) === i ? (acked.get(key(ack.tx_id, daemonId)) ?? null) : null,
+  );
 }
+
+/** One ack as `markAcked` writes it. */
+interface AckRow {
+  tx_id: string;
+  daemon_id: string;
+  ack_status: AckFrame['status'];
+  reply: string | null;
+  error: string | null;
+}
+
+/** The rows of a JSON array of `AckRow`s, as a table named `a` (each database has its own way). */
+function ackRowsOf(db: Kysely<DB>, json: string) {
+  return (
+    isPostgres(db)
+      ? sql<AckRow>`(select * from json_to_recordset(cast(${json} as json))
+          as x(tx_id text, daemon_id text, ack_status text, reply text, error text))`
+      : sql<AckRow>`(select json_extract(value, '$.tx_id') as tx_id, json_extract(value, '$.daemon_id') as daemon_id,
+          json_extract(value, '$.ack_status') as ack_status, json_extract(value, '$.reply') as reply,
+          json_extract(value, '$.error') as error from json_each(${json}))`
+  ).as('a');
+}
+
+/** Marks the pending commands named by `json` (an array of `AckRow`) acked, in one statement. */
+const ackAll = prepared((db: Kysely<DB>, json: string, now: number) =>
+  db
+    .updateTable('command_outbox')
+    .from(ackRowsOf(db, json))
+    .set((eb) => ({
+      status: 'acked',
+      ack_status: eb.ref('a.ack_status'),
+      reply: eb.ref('a.reply'),
+      error: eb.ref('a.error'),
+      acked_at: now,
+    }))
+    .whereRef('command_outbox.tx_id', '=', 'a.tx_id')
+    .whereRef('command_outbox.daemon_id', '=', 'a.daemon_id')
+    .where('command_outbox.status', '=', 'pending')
+    .returning(['command_outbox.tx_id', 'command_outbox.daemon_id', 'command_outbox.path']),
+);
 
 export function loadCommand(db: Kysely<DB>, txId: string): Promise<CommandOutboxTable | undefined> {
   return db.selectFrom('command_outbox').selectAll().where('tx_id', '=', txId).executeTakeFirst();

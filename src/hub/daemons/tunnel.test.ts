@@ -15,7 +15,7 @@ import { mintToken } from '../../shared/tokens.js';
 import { aclChanged } from './acl.js';
 import { sendCommand } from './commands.js';
 import { DISPATCH_ALG, DISPATCH_ISSUER } from './dispatch.js';
-import { enqueueCommand, loadCommand } from './outbox.repo.js';
+import { enqueueCommand, loadCommand, markAcked } from './outbox.repo.js';
 
 describe('daemon tunnel', () => {
   let h: TestHub;
@@ -266,6 +266,47 @@ describe('daemon tunnel', () => {
     assert.equal((await c.next('command')).tx_id, tx3);
     c.ack(tx3);
     await hub().tunnel.waitForAck(tx3);
+  });
+
+  it('records acks that arrive together in one statement: the first ack of each command counts', async () => {
+    const db = hub().db;
+    const a = (await enqueueCommand(db, hub(), w.daemonId, 'teams/install', { n: 1 })).tx_id;
+    const b = (await enqueueCommand(db, hub(), w.daemonId, 'runs/cancel', { n: 2 })).tx_id;
+    const now = hub().now();
+    const firsts = await markAcked(
+      db,
+      [
+        { daemonId: w.daemonId, ack: { type: 'ack', tx_id: a, status: 'ok', reply: { n: 1 } } },
+        {
+          daemonId: w.daemonId,
+          ack: { type: 'ack', tx_id: a, status: 'error', error: { code: 'X', message: 'again' } },
+        },
+        { daemonId: 'another-daemon', ack: { type: 'ack', tx_id: b, status: 'ok' } },
+        {
+          daemonId: w.daemonId,
+          ack: { type: 'ack', tx_id: b, status: 'error', error: { code: 'E', message: 'no' } },
+        },
+        { daemonId: w.daemonId, ack: { type: 'ack', tx_id: 'unknown', status: 'ok' } },
+      ],
+      now,
+    );
+    assert.deepEqual(firsts, ['teams/install', null, null, 'runs/cancel', null]);
+    const rowA = await loadCommand(db, a);
+    assert.deepEqual(
+      [rowA?.status, rowA?.ack_status, rowA?.reply, rowA?.error, rowA?.acked_at],
+      ['acked', 'ok', '{"n":1}', null, now],
+    );
+    const rowB = await loadCommand(db, b);
+    assert.deepEqual(
+      [rowB?.status, rowB?.ack_status, rowB?.reply, rowB?.error],
+      ['acked', 'error', null, '{"code":"E","message":"no"}'],
+    );
+    // A later ack of an acked command changes nothing.
+    assert.deepEqual(
+      await markAcked(db, [{ daemonId: w.daemonId, ack: { type: 'ack', tx_id: a, status: 'ok' } }], now + 1),
+      [null],
+    );
+    assert.equal((await loadCommand(db, a))?.acked_at, now);
   });
 
   it('sends commands written while the daemon was away on connect, oldest first, and again after a reconnect', async () => {
