@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { CompiledQuery, type Kysely, type OperationNodeSource, sql } from 'kysely';
+import { CompiledQuery, type Insertable, type Kysely, type OperationNodeSource, sql } from 'kysely';
 import type pg from 'pg';
 import { isPostgres } from '../../db/index.js';
 import { WITH_COMMIT } from '../../db/pg-client.js';
@@ -76,6 +76,52 @@ export async function writeAndNotifyRunChanged(
 
 /** A write built but not yet run (an insert…), that nothing in its transaction reads back. */
 export type Write = OperationNodeSource & { execute(): Promise<unknown> };
+
+/**
+ * An insert of whole rows into a table that no cache watches (src/db/watch-writes.ts), as a `Write`
+ * for the hot tables (history, events, commands). On SQLite each row is one statement whose SQL is
+ * made once per table and columns: no query building, and better-sqlite3 reuses the prepared
+ * statement. On PostgreSQL it is Kysely's multi-row insert, built when the kept writes are sent.
+ * Every row has the same columns, in the same order.
+ */
+export function insertRows<D, T extends keyof D & string>(
+  db: Kysely<D>,
+  table: T,
+  rows: readonly Insertable<D[T]>[],
+): Write {
+  const builder = () => db.insertInto(table).values(rows as never);
+  return {
+    toOperationNode: () => builder().toOperationNode(),
+    async execute() {
+      if (rows.length === 0) return;
+      if (isPostgres(db)) return builder().execute();
+      const columns = Object.keys(rows[0]!);
+      const text = insertSql(table, columns);
+      for (const row of rows) {
+        const values = row as Record<string, unknown>;
+        await db.executeQuery(
+          CompiledQuery.raw(
+            text,
+            columns.map((c) => values[c]),
+          ),
+        );
+      }
+    },
+  };
+}
+
+/** `insert into "table" ("a", "b") values (?, ?)`, made once per table and columns. */
+const insertSqlCache = new Map<string, string>();
+function insertSql(table: string, columns: readonly string[]): string {
+  const key = `${table}(${columns.join(',')})`;
+  let text = insertSqlCache.get(key);
+  if (!text) {
+    const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
+    text = `insert into ${quote(table)} (${columns.map(quote).join(', ')}) values (${columns.map(() => '?').join(', ')})`;
+    insertSqlCache.set(key, text);
+  }
+  return text;
+}
 
 /** A notification on one of the bus's channels (its base name: OUTBOX_CHANNEL or RUNS_CHANNEL). */
 interface Notice {

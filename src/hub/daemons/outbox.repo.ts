@@ -3,7 +3,7 @@ import { type DB, isPostgres } from '../../db/index.js';
 import { prepared } from '../../db/prepared.js';
 import type { CommandOutboxTable } from '../../db/schema.js';
 import type { AckFrame } from '../../shared/protocol.js';
-import { OUTBOX_CHANNEL, writeThenNotify } from '../cluster/bus.js';
+import { insertRows, OUTBOX_CHANNEL, writeThenNotify } from '../cluster/bus.js';
 import type { CommandResult, NewCommand } from '../ports.js';
 
 /**
@@ -48,21 +48,23 @@ export async function enqueueCommand(
   const withTx =
     body !== null && typeof body === 'object' && !Array.isArray(body) ? { ...body, tx_id: txId } : body;
   const text = JSON.stringify(withTx ?? null);
-  const insert = db.insertInto('command_outbox').values({
-    tx_id: txId,
-    daemon_id: daemonId,
-    path,
-    body: text,
-    status: 'pending',
-    ack_status: null,
-    reply: null,
-    error: null,
-    created_at: now,
-    seq: nextSeq(now),
-    last_sent_at: opts.sentAt ?? null,
-    acked_at: null,
-    attempts: opts.sentAt === undefined ? 0 : 1,
-  });
+  const insert = insertRows(db, 'command_outbox', [
+    {
+      tx_id: txId,
+      daemon_id: daemonId,
+      path,
+      body: text,
+      status: 'pending',
+      ack_status: null,
+      reply: null,
+      error: null,
+      created_at: now,
+      seq: nextSeq(now),
+      last_sent_at: opts.sentAt ?? null,
+      acked_at: null,
+      attempts: opts.sentAt === undefined ? 0 : 1,
+    },
+  ]);
   // PostgreSQL: wakes the hub process holding the daemon's connection, at commit (src/hub/cluster/bus.ts).
   const wake = opts.sentAt === undefined ? [{ channel: OUTBOX_CHANNEL, payload: daemonId }] : [];
   await writeThenNotify(db, [insert], wake);

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
-import { writeThenNotify } from '../cluster/bus.js';
+import { insertRows, writeThenNotify } from '../cluster/bus.js';
 import { type EventContext, enqueueEventDeliveries, type RecordedEvent } from '../notifications/outbox.js';
 
 export interface HubEvent {
@@ -45,9 +45,11 @@ export async function recordEvents(
   }));
   // Nothing reads them back in the transaction: on PostgreSQL, inTx sends them with its other kept
   // writes, in one statement before the commit (src/hub/cluster/bus.ts).
-  const insert = db
-    .insertInto('events')
-    .values(rows.map((row) => ({ ...row, payload: JSON.stringify(row.payload) })));
+  const insert = insertRows(
+    db,
+    'events',
+    rows.map((row) => ({ ...row, payload: JSON.stringify(row.payload) })),
+  );
   await writeThenNotify(db, [insert], []);
   // The event bus: matching notification rules become outbox rows in this same transaction.
   await enqueueEventDeliveries(db, ids, rows);

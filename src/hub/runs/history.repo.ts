@@ -3,7 +3,7 @@ import type { DB } from '../../db/index.js';
 import type { RunHistoryTable, RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
 import type { Actor, HistoryEntry as HistoryOut } from '../../shared/api/runs.js';
-import { writeAndNotifyRunChanged } from '../cluster/bus.js';
+import { insertRows, writeAndNotifyRunChanged } from '../cluster/bus.js';
 import { recordEvents } from '../events/events.js';
 import type { EventContext } from '../notifications/outbox.js';
 import { json, toJson } from './run.mapper.js';
@@ -53,7 +53,9 @@ export async function addHistories(
   // The entries, their events and their deliveries are written together.
   if (!db.isTransaction) return db.transaction().execute((trx) => addHistories(trx, hub, entries));
   const at = hub.now();
-  const history = db.insertInto('run_history').values(
+  const history = insertRows(
+    db,
+    'run_history',
     entries.map(({ run, state, entry: e }) => ({
       id: hub.newId(),
       run_id: run.run_id,
