@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
+import { prepared } from '../../db/prepared.js';
 import type { RunHistoryTable, RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
 import type { Actor, HistoryEntry as HistoryOut } from '../../shared/api/runs.js';
@@ -129,7 +130,7 @@ export async function historyAfter(
 
 /** History entries of the realm's runs after `afterId`, oldest first: which runs changed. */
 export function realmChangesAfter(db: Kysely<DB>, realmId: string, afterId: string, limit: number) {
-  return realmChangesQuery(db, realmId, afterId, limit).execute();
+  return realmChanges(db, realmId, afterId, limit);
 }
 
 /** realmChangesAfter's statement (an index of (realm_id, id) serves it: no walk of the realm's runs). */
@@ -142,6 +143,9 @@ export function realmChangesQuery(db: Kysely<DB>, realmId: string, afterId: stri
     .orderBy('id')
     .limit(limit);
 }
+
+/** realmChangesQuery compiled once: every open realm stream reads it at each change of its realm. */
+const realmChanges = prepared(realmChangesQuery);
 
 function historyOut(r: RunHistoryTable): HistoryOut {
   return {

@@ -10,7 +10,7 @@ import { type DB, updateOne } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
 import { decodeCursor } from '../http/paging.js';
-import { loadRun } from './run-read.repo.js';
+import { loadRun, loadRuns } from './run-read.repo.js';
 
 /**
  * Runs: every query on the `runs` table, one named function each. A row's state changes only
@@ -26,12 +26,7 @@ export type RunChanges = Omit<Partial<RunsTable>, 'state' | 'run_id'>;
 /** The states in which a daemon may hold a run's lease. */
 export const LIVE: RunState[] = ['queued', 'offered', 'assigned', 'running', 'awaiting_input'];
 
-export { loadRun };
-
-export function loadRuns(db: Kysely<DB>, runIds: string[]): Promise<RunsTable[]> {
-  if (runIds.length === 0) return Promise.resolve([]);
-  return db.selectFrom('runs').selectAll().where('run_id', 'in', runIds).execute();
-}
+export { loadRun, loadRuns };
 
 export function runOfQueueItem(db: Kysely<DB>, queueItemId: string) {
   return db.selectFrom('runs').selectAll().where('queue_item_id', '=', queueItemId).executeTakeFirst();
