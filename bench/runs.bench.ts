@@ -130,13 +130,52 @@ async function dispatchBench(kind: 'sqlite' | 'postgres', processes: 1 | 2): Pro
     await stream.open;
     const realm = stream;
 
-    /** One run through the whole path: when it was asked for, and its id. */
+    /** One run through the whole path: its id, when it was asked for, and when its end was seen. */
     const run = async () => {
       const asked = nowMs();
       const r = await call('runs/new', { realm_id: realmId, team: 'stamp-team' });
       const id = r.data.run_id as string;
       await realm.ended(id);
-      return { id, asked };
+      return { id, asked, seen: nowMs() };
+    };
+    /**
+     * Where the runs' time went: each step's median over (at most 60 of) them, from their histories
+     * (the hub's clock, ms), the agent's stamp and this process's clock (the same machine's).
+     */
+    const stepMedians = async (runs: { id: string; asked: number; seen: number }[]) => {
+      const steps = new Map<string, number[]>();
+      await pool(Math.min(60, runs.length), 4, async (i) => {
+        const { id, asked, seen } = runs[Math.floor((i * runs.length) / Math.min(60, runs.length))]!;
+        const r = await call('runs/get_by_id', { run_id: id, with_history: true });
+        const at = (type: string) =>
+          (r.data.history as { type: string; at: number }[]).find((e) => e.type === type)?.at;
+        const points: [string, number | undefined][] = [
+          ['runs/new sent', asked],
+          ['queued', at('run.queued')],
+          ['offered', at('run.offered')],
+          ['claimed', at('run.claimed') ?? at('run.assigned')],
+          ['started', at('run.started')],
+          ['agent running', stampOf(id)],
+          ['ended', at('run.ended')],
+          ['seen by the stream', seen],
+        ];
+        for (let k = 1; k < points.length; k++) {
+          const [from, a] = points[k - 1]!;
+          const [to, b] = points[k]!;
+          if (a === undefined || b === undefined) continue;
+          const key = `${from} → ${to}`;
+          steps.set(key, [...(steps.get(key) ?? []), b - a]);
+        }
+      });
+      return [...steps]
+        .map(
+          ([k, xs]) =>
+            `${k} ${percentile(
+              xs.sort((x, y) => x - y),
+              50,
+            ).toFixed(1)}`,
+        )
+        .join(', ');
     };
     const direct = (key: string) => {
       const at = nowMs();
@@ -156,47 +195,16 @@ async function dispatchBench(kind: 'sqlite' | 'postgres', processes: 1 | 2): Pro
     // (a) one run at a time, each followed by one direct spawn.
     const lat: number[] = [];
     const base: number[] = [];
-    const ids: { id: string; asked: number }[] = [];
+    const ids: { id: string; asked: number; seen: number }[] = [];
     for (let i = 0; i < LATENCY_RUNS; i++) {
-      const { id, asked } = await run();
-      ids.push({ id, asked });
-      lat.push(stampOf(id) - asked);
+      const one = await run();
+      ids.push(one);
+      lat.push(stampOf(one.id) - one.asked);
       const key = `direct-${i}`;
       const at = await direct(key);
       base.push(stampOf(key) - at);
     }
-    // Where a run's time went: each step's median, from its history (the hub's clock, ms) and the
-    // agent's stamp (the same machine's clock).
-    const steps = new Map<string, number[]>();
-    await pool(Math.min(40, ids.length), 4, async (i) => {
-      const r = await call('runs/get_by_id', { run_id: ids[i]!.id, with_history: true });
-      const at = (type: string) =>
-        (r.data.history as { type: string; at: number }[]).find((e) => e.type === type)?.at;
-      const points: [string, number | undefined][] = [
-        ['runs/new sent', ids[i]!.asked],
-        ['queued', at('run.queued')],
-        ['offered', at('run.offered')],
-        ['claimed', at('run.claimed') ?? at('run.assigned')],
-        ['started', at('run.started')],
-        ['agent running', stampOf(ids[i]!.id)],
-      ];
-      for (let k = 1; k < points.length; k++) {
-        const [from, a] = points[k - 1]!;
-        const [to, b] = points[k]!;
-        if (a === undefined || b === undefined) continue;
-        const key = `${from} → ${to}`;
-        steps.set(key, [...(steps.get(key) ?? []), b - a]);
-      }
-    });
-    const breakdown = [...steps]
-      .map(
-        ([k, xs]) =>
-          `${k} ${percentile(
-            xs.sort((x, y) => x - y),
-            50,
-          ).toFixed(1)}`,
-      )
-      .join(', ');
+    const breakdown = await stepMedians(ids);
     lat.sort((x, y) => x - y);
     base.sort((x, y) => x - y);
     const setup =
@@ -228,7 +236,7 @@ async function dispatchBench(kind: 'sqlite' | 'postgres', processes: 1 | 2): Pro
     });
     const cpu0 = cpu();
     const t0 = performance.now();
-    await pool(THROUGHPUT_RUNS, IN_FLIGHT, () => run());
+    const loaded = await pool(THROUGHPUT_RUNS, IN_FLIGHT, () => run());
     const runsPerSec = THROUGHPUT_RUNS / ((performance.now() - t0) / 1000);
     const cpu1 = cpu();
     const perRun = (k: keyof typeof cpu0) => ((cpu1[k] - cpu0[k]) / THROUGHPUT_RUNS).toFixed(2);
@@ -244,7 +252,9 @@ async function dispatchBench(kind: 'sqlite' | 'postgres', processes: 1 | 2): Pro
       value: runsPerSec,
       baseline: { name: `direct spawn + exit, ${IN_FLIGHT} at a time`, value: spawnsPerSec },
       higherIsBetter: true,
-      note: `${THROUGHPUT_RUNS} runs; a run's end learnt from the realm's event stream; ${cpuNote}`,
+      note:
+        `${THROUGHPUT_RUNS} runs; a run's end learnt from the realm's event stream; ${cpuNote}; ` +
+        `step medians under load (ms): ${await stepMedians(loaded.slice(THROUGHPUT_RUNS / 4, (3 * THROUGHPUT_RUNS) / 4))}`,
     });
     return results;
   } finally {

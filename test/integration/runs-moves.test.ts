@@ -228,6 +228,32 @@ describe('run state moves and fencing', () => {
     assert.deepEqual(states, ['running', 'assigned', 'running']);
   });
 
+  it('two reports of one run made together are applied in order, the second seeing the first', async () => {
+    const hub = h.running.hub;
+    const daemon = await hub.db
+      .selectFrom('daemons')
+      .selectAll()
+      .where('id', '=', w.daemonId)
+      .executeTakeFirstOrThrow();
+    const actor = { kind: 'daemon' as const, daemon };
+    const [a, b] = [await claimedRun(), await claimedRun()];
+    const replies = await Promise.all([
+      reportRun(hub, actor, { run_id: a.runId, lease_epoch: a.epoch, event: 'started' }),
+      reportRun(hub, actor, { run_id: b.runId, lease_epoch: b.epoch, event: 'started' }),
+      reportRun(hub, actor, { run_id: a.runId, lease_epoch: a.epoch, event: 'phase.started', phase: 'only' }),
+    ]);
+    assert.deepEqual(
+      replies.map((r) => r.state),
+      ['running', 'running', 'running'],
+    );
+    const run = (await h.ok('runs/get_by_id', { run_id: a.runId, with_history: true })).data;
+    assert.equal(run.current_phase, 'only');
+    assert.deepEqual(run.history.map((e: { type: string }) => e.type).slice(-2), [
+      'run.started',
+      'phase.started',
+    ]);
+  });
+
   it('refuses report, renew_lease and append_logs with an older epoch (fencing)', async () => {
     const { runId, epoch } = await claimedRun();
     assert.equal((await report({ run_id: runId, lease_epoch: epoch, event: 'started' })).status, 200);

@@ -11,11 +11,12 @@ import { pastItsDeadline, terminateTimedOut } from './deadlines.service.js';
 import { addHistory } from './history.repo.js';
 import { mustTransition, RunWrite, transition } from './lifecycle.js';
 import { appendLogLines } from './logs.repo.js';
-import { heldRun } from './read.service.js';
+import { heldRun, mustHold } from './read.service.js';
 import { daemonActor, json, type PendingControl, systemActor } from './run.mapper.js';
 import {
   clearControlRow,
   expiredLeases,
+  loadRuns,
   type RunChanges,
   type RunGuard,
   renewLeaseRow,
@@ -89,19 +90,35 @@ const reportTogether = groupCallsPer(
 async function applyReports(hub: Hub, calls: readonly ReportCall[]): Promise<Reported[]> {
   const leaseMs = await leaseMsOf(hub);
   return inTx(hub, async (tx) => {
+    // The group's runs are read in one statement. A run reported twice in one group is read again
+    // for its second report; a row an earlier report's hooks changed fails its guarded write, and
+    // the group is then applied again report by report (see reportRun).
+    const read =
+      calls.length > 1
+        ? new Map(
+            (await loadRuns(tx.db, [...new Set(calls.map((c) => c.input.run_id))])).map((r) => [r.run_id, r]),
+          )
+        : new Map<string, RunsTable>();
     const out: Reported[] = [];
-    for (const { actor, input } of calls) out.push(await applyReport(tx, actor, input, leaseMs));
+    for (const { actor, input } of calls) {
+      const row = read.get(input.run_id);
+      read.delete(input.run_id);
+      const run = row
+        ? mustHold(row, actor, input.lease_epoch)
+        : await heldRun(tx.db, actor, input.run_id, input.lease_epoch);
+      out.push(await applyReport(tx, run, input, leaseMs));
+    }
     return out;
   });
 }
 
 async function applyReport(
   tx: Tx,
-  actor: DaemonActor,
+  held: RunsTable,
   input: RunReportBody,
   leaseMs: number,
 ): Promise<Reported> {
-  let run = await heldRun(tx.db, actor, input.run_id, input.lease_epoch);
+  let run = held;
   const events: RunReportEvent[] = [input, ...(input.next ?? [])];
   // The events' row changes are written as one (lifecycle.ts `RunWrite`).
   const row = new RunWrite(run);

@@ -53,7 +53,11 @@ export async function heldRun(
   runId: string,
   epoch: number,
 ): Promise<RunsTable> {
-  const run = await loadRun(db, runId);
+  return mustHold(await loadRun(db, runId), actor, epoch);
+}
+
+/** `heldRun` of a run already read (undefined: there is none). */
+export function mustHold(run: RunsTable | undefined, actor: DaemonActor, epoch: number): RunsTable {
   if (!run || run.realm_id !== actor.daemon.realm_id) throw notFound('run');
   if (run.daemon_id !== actor.daemon.id || run.lease_epoch !== epoch) {
     throw conflict('this daemon no longer holds the run (stale lease epoch)', {
