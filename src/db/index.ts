@@ -39,9 +39,6 @@ export interface OpenOptions {
   checkpointInWorker?: boolean;
 }
 
-const PG_INT8 = 20;
-const PG_NUMERIC = 1700;
-
 /** Whether a database handle (or a transaction of it) talks to PostgreSQL. */
 // biome-ignore lint/suspicious/noExplicitAny: works for any schema
 export function isPostgres(db: Kysely<any>): boolean {
@@ -62,17 +59,9 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
   if (isPostgresUrl(opts.url)) {
     const { default: pg } = await import('pg');
     if (opts.schema) await ensureSchema(opts.url, opts.schema);
-    // ms timestamps are int8: parse them to numbers (they fit well within 2^53).
-    const types: pg.CustomTypesConfig = {
-      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-        oid === PG_INT8 || oid === PG_NUMERIC
-          ? (v: string) => Number(v)
-          : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-    };
-    const pool = new pg.Pool({ ...pgConnection(opts), max: opts.poolSize ?? 10, types });
-    const db = new Kysely<T>({
-      dialect: new PostgresDialect({ pool: pipelinedPool(pool, pgParts(pg, types)) }),
-    });
+    const parts = pgParts(pg);
+    const pool = new pg.Pool({ ...pgConnection(opts), max: opts.poolSize ?? 10, types: parts.types });
+    const db = new Kysely<T>({ dialect: new PostgresDialect({ pool: pipelinedPool(pool, parts) }) });
     return {
       db,
       dialect: 'postgres',

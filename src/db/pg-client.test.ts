@@ -15,12 +15,7 @@ import { pgParts, pipelinedClient, WITH_COMMIT } from './pg-client.js';
  */
 describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => {
   const schema = `t_${randomBytes(6).toString('hex')}`;
-  const types: pg.CustomTypesConfig = {
-    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-      oid === 20
-        ? (v: string) => Number(v)
-        : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-  };
+  const parts = pgParts(pg);
   let pool: pg.Pool;
 
   before(async () => {
@@ -32,7 +27,7 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
     const url = new URL(PG_URL);
     const options = [...url.searchParams.getAll('options'), `-c search_path=${schema}`].join(' ');
     url.searchParams.delete('options');
-    pool = new pg.Pool({ connectionString: url.toString(), options, max: 3, types });
+    pool = new pg.Pool({ connectionString: url.toString(), options, max: 3, types: parts.types });
     await pool.query('create table t (id int primary key, v text, n bigint)');
   });
   after(async () => {
@@ -40,28 +35,37 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
     await dropSchema(PG_URL, schema);
   });
 
-  /** A pipelined client on its own connection, and the round trips it has made since. */
-  async function connect() {
+  /**
+   * Runs `fn` with a pipelined client on a connection of its own, which counts the round trips it
+   * made since; then releases the connection and empties the table.
+   */
+  async function withClient(
+    fn: (c: {
+      query: (text: string, values?: unknown[]) => Promise<pg.QueryResult>;
+      trips: () => number;
+    }) => Promise<void>,
+  ) {
     const raw = await pool.connect();
     let trips = 0;
     const connection = (raw as unknown as { connection: EventEmitter }).connection;
     const count = () => trips++;
     connection.on('readyForQuery', count);
-    const client = pipelinedClient(raw, pgParts(pg, types));
-    return {
-      query: client.query as unknown as (text: string, values?: unknown[]) => Promise<pg.QueryResult>,
-      trips: () => trips,
-      release: () => {
-        connection.off('readyForQuery', count);
-        client.release();
-      },
-    };
+    const client = pipelinedClient(raw, parts);
+    try {
+      await fn({
+        query: client.query as unknown as (text: string, values?: unknown[]) => Promise<pg.QueryResult>,
+        trips: () => trips,
+      });
+    } finally {
+      connection.off('readyForQuery', count);
+      client.release();
+      await pool.query('delete from t');
+    }
   }
   const ids = async () => (await pool.query('select id from t order by id')).rows.map((r) => r.id);
 
   it("sends a transaction's begin with its first statement, and what goes with the commit with it", async () => {
-    const c = await connect();
-    try {
+    await withClient(async (c) => {
       await c.query('begin');
       assert.equal(c.trips(), 0);
       const first = await c.query('insert into t values ($1, $2, $3) returning id, n', [1, 'a', 5]);
@@ -78,15 +82,11 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
       await c.query('commit');
       assert.equal(c.trips(), 3);
       assert.deepEqual(await ids(), [1, 2, 3]);
-    } finally {
-      c.release();
-      await pool.query('delete from t');
-    }
+    });
   });
 
   it('a transaction that runs nothing sends nothing; one that only keeps writes sends one round trip', async () => {
-    const c = await connect();
-    try {
+    await withClient(async (c) => {
       await c.query('begin');
       await c.query('commit');
       await c.query('begin');
@@ -102,16 +102,12 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
       // Outside a transaction the mark changes nothing: the statement runs at once.
       await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [5, 'e', 1]);
       assert.deepEqual(await ids(), [4, 5]);
-    } finally {
-      c.release();
-      await pool.query('delete from t');
-    }
+    });
   });
 
   it('a failed first statement fails its call; the rollback then leaves the connection usable', async () => {
     await pool.query(`insert into t values (1, 'a', 1)`);
-    const c = await connect();
-    try {
+    await withClient(async (c) => {
       await c.query('begin');
       await assert.rejects(c.query('insert into t values ($1, $2, $3)', [1, 'dup', 1]), { code: '23505' });
       await c.query('rollback');
@@ -122,16 +118,12 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
       await c.query('insert into t values ($1, $2, $3)', [2, 'b', 1]);
       await c.query('commit');
       assert.deepEqual(await ids(), [1, 2]);
-    } finally {
-      c.release();
-      await pool.query('delete from t');
-    }
+    });
   });
 
   it('a write that fails at the commit fails the commit, and the whole transaction is undone', async () => {
     await pool.query(`insert into t values (1, 'a', 1)`);
-    const c = await connect();
-    try {
+    await withClient(async (c) => {
       await c.query('begin');
       await c.query('insert into t values ($1, $2, $3)', [10, 'kept?', 1]);
       await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [11, 'fine', 1]);
@@ -140,20 +132,16 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
       await c.query('rollback');
       assert.deepEqual(await ids(), [1]);
       assert.deepEqual((await c.query('select 1 as one')).rows, [{ one: 1 }]);
-    } finally {
-      c.release();
-      await pool.query('delete from t');
-    }
+    });
   });
 
   it("values travel as they do one by one, and rows are parsed with the pool's types", async () => {
-    const c = await connect();
-    try {
+    await withClient(async (c) => {
       await c.query('begin');
       const row = (
         await c.query(
           `select $1::bigint as big, $2::jsonb as doc, $3::text as nothing, $4::boolean as yes,
-                  $5::bytea as bytes, 'b' = any($6) as listed`,
+                    $5::bytea as bytes, 'b' = any($6) as listed`,
           [2 ** 40, { a: [1, 'x'] }, null, true, Buffer.from([0, 255]), ['a', 'b']],
         )
       ).rows[0];
@@ -166,14 +154,11 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
         bytes: Buffer.from([0, 255]),
         listed: true,
       });
-    } finally {
-      c.release();
-    }
+    });
   });
 
   it('a value that cannot be sent fails its call alone', async () => {
-    const c = await connect();
-    try {
+    await withClient(async (c) => {
       const cyclic: Record<string, unknown> = {};
       cyclic.self = cyclic;
       await c.query('begin');
@@ -181,9 +166,7 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
       await c.query('rollback');
       assert.equal(c.trips(), 0, 'nothing was sent');
       assert.deepEqual((await c.query('select 1 as one')).rows, [{ one: 1 }]);
-    } finally {
-      c.release();
-    }
+    });
   });
 
   it('through Kysely: transactions at once on a small pool each commit or roll back whole', async () => {

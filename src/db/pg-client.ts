@@ -41,8 +41,20 @@ export interface PgParts {
   types: pg.CustomTypesConfig;
 }
 
-/** `PgParts` of the `pg` module, for a pool whose connections parse with `types`. */
-export function pgParts(pgModule: typeof pg, types: pg.CustomTypesConfig): PgParts {
+const PG_INT8 = 20;
+const PG_NUMERIC = 1700;
+
+/**
+ * `PgParts` of the `pg` module. Its `types` are those of every hub connection: ms timestamps are
+ * int8, parsed to numbers (they fit well within 2^53).
+ */
+export function pgParts(pgModule: typeof pg): PgParts {
+  const types: pg.CustomTypesConfig = {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+      oid === PG_INT8 || oid === PG_NUMERIC
+        ? (v: string) => Number(v)
+        : pgModule.types.getTypeParser(oid, format)) as typeof pgModule.types.getTypeParser,
+  };
   const { prepareValue } = (pgModule as unknown as { utils: Pick<PgParts, 'prepareValue'> }).utils;
   return { Result: pgModule.Result as unknown as PgParts['Result'], prepareValue, types };
 }

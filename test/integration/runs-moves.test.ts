@@ -33,6 +33,15 @@ describe('run state moves and fencing', () => {
   const report = (body: Record<string, unknown>) => h.call('runs/report', body, dt());
 
   /** A run offered to the tunnel client and claimed by it: answers the run id and its epoch. */
+  /** The test daemon as `reportRun` sees its caller. */
+  const daemonActor = async () => ({
+    kind: 'daemon' as const,
+    daemon: await h.running.hub.db
+      .selectFrom('daemons')
+      .selectAll()
+      .where('id', '=', w.daemonId)
+      .executeTakeFirstOrThrow(),
+  });
   async function claimedRun(): Promise<{ runId: string; epoch: number }> {
     const run = (await h.ok('runs/new', { realm_id: w.realmId, team: 'solo' }, w.tokens.realm_member)).data;
     const offer = await t.next('command');
@@ -200,12 +209,7 @@ describe('run state moves and fencing', () => {
 
   it('reports made together are applied together, and a refused one fails alone', async () => {
     const hub = h.running.hub;
-    const daemon = await hub.db
-      .selectFrom('daemons')
-      .selectAll()
-      .where('id', '=', w.daemonId)
-      .executeTakeFirstOrThrow();
-    const actor = { kind: 'daemon' as const, daemon };
+    const actor = await daemonActor();
     const runs = [await claimedRun(), await claimedRun(), await claimedRun()];
     // In one turn of the event loop: one group.
     const replies = await Promise.allSettled(
@@ -230,12 +234,7 @@ describe('run state moves and fencing', () => {
 
   it('two reports of one run made together are applied in order, the second seeing the first', async () => {
     const hub = h.running.hub;
-    const daemon = await hub.db
-      .selectFrom('daemons')
-      .selectAll()
-      .where('id', '=', w.daemonId)
-      .executeTakeFirstOrThrow();
-    const actor = { kind: 'daemon' as const, daemon };
+    const actor = await daemonActor();
     const [a, b] = [await claimedRun(), await claimedRun()];
     const replies = await Promise.all([
       reportRun(hub, actor, { run_id: a.runId, lease_epoch: a.epoch, event: 'started' }),

@@ -82,7 +82,7 @@ export type Write = OperationNodeSource & { execute(): Promise<unknown> };
  * for the hot tables (history, events, commands). On SQLite each row is one statement whose SQL is
  * made once per table and columns: no query building, and better-sqlite3 reuses the prepared
  * statement. On PostgreSQL it is Kysely's multi-row insert, built when the kept writes are sent.
- * Every row has the same columns, in the same order.
+ * Every row has the same columns, in the same order; a column left undefined is written as null.
  */
 export function insertRows<D, T extends keyof D & string>(
   db: Kysely<D>,
@@ -102,7 +102,7 @@ export function insertRows<D, T extends keyof D & string>(
         await db.executeQuery(
           CompiledQuery.raw(
             text,
-            columns.map((c) => values[c]),
+            columns.map((c) => values[c] ?? null),
           ),
         );
       }
