@@ -72,6 +72,49 @@ describe('run state moves and fencing', () => {
     return { runId: run.run_id, epoch: eb.lease_epoch };
   }
 
+  it('writes a new run offered at once; its claim assigns it with a new epoch, or not once it ended', async () => {
+    const member = w.tokens.realm_member;
+    const { runId, epoch } = await claimedRun();
+    const row = await h.running.hub.db
+      .selectFrom('runs')
+      .selectAll()
+      .where('run_id', '=', runId)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual([row.state, row.daemon_id, row.lease_epoch], ['assigned', w.daemonId, 1]);
+    assert.equal(epoch, 1);
+    assert.ok(row.lease_expires_at > row.created_at, 'the claim gave the run a lease');
+    const history = (await h.ok('runs/get_by_id', { run_id: runId, with_history: true }, member)).data
+      .history as { type: string; actor: unknown }[];
+    assert.deepEqual(
+      history.map((e) => e.type),
+      ['run.queued', 'run.offered', 'run.claimed'],
+    );
+    assert.deepEqual(history[2]!.actor, { type: 'daemon', daemon_id: w.daemonId });
+
+    // Cancelled while offered: a claim that comes after gets no run, and no runs/execute is sent.
+    const created = await h.ok('runs/new', { realm_id: w.realmId, team: 'solo' }, member);
+    assert.equal(created.data.state, 'queued', 'runs/new shows the run as created');
+    const offer = await t.next('command');
+    const item = (offer.body as { queue_item_id: string }).queue_item_id;
+    t.ack(offer.tx_id, { reply: { claimed: false } });
+    await h.ok('runs/cancel', { run_id: created.data.run_id }, w.tokens.realm_operator);
+    const late = await h.ok('queue/claim', { queue_item_id: item, daemon_id: w.daemonId }, dt());
+    assert.equal(late.data.run, undefined, JSON.stringify(late.data));
+    const after = await h.running.hub.db
+      .selectFrom('runs')
+      .selectAll()
+      .where('run_id', '=', created.data.run_id)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual([after.state, after.lease_epoch, after.daemon_id], ['cancelled', 0, null]);
+    const executes = await h.running.hub.db
+      .selectFrom('command_outbox')
+      .select('tx_id')
+      .where('path', '=', 'runs/execute')
+      .where('body', 'like', `%${created.data.run_id}%`)
+      .execute();
+    assert.deepEqual(executes, []);
+  });
+
   it('accepts every legal move and refuses the others with conflict', async () => {
     const { runId, epoch } = await claimedRun();
     const r = (event: string, extra: Record<string, unknown> = {}) =>

@@ -14,7 +14,7 @@ import { realmsOfDaemons } from '../daemons/daemons.repo.js';
 import { SEALED_SECRETS_FIELD, sealedRunSecrets } from '../secrets/resolve.js';
 import { loadWorkspace } from '../workspaces/workspaces.repo.js';
 import { admit } from './concurrency.js';
-import { transition } from './lifecycle.js';
+import { movedBy, transition } from './lifecycle.js';
 import { claimQueueItem, loadQueueItem, newQueueItem, RUN_ITEM_KIND } from './queue.repo.js';
 import { daemonActor, json } from './run.mapper.js';
 import {
@@ -123,12 +123,13 @@ async function assign(
     history: { type: how.historyType, actor: daemonActor(daemonId) },
   });
   if (!moved) return null;
-  await tx.command(
-    daemonId,
-    'runs/execute',
-    await executeBody(tx.db, tx.hub, { ...run, ...set }, how.leaseMs),
-  );
-  return set.lease_epoch;
+  return sendExecute(tx, { ...run, ...set }, how.leaseMs);
+}
+
+/** A run just assigned: its daemon gets `runs/execute` in the same transaction. Answers its lease epoch. */
+async function sendExecute(tx: Tx, run: RunsTable, leaseMs: number): Promise<number> {
+  await tx.command(run.daemon_id!, 'runs/execute', await executeBody(tx.db, tx.hub, run, leaseMs));
+  return run.lease_epoch;
 }
 
 /** Where a queued run can go, read before the transaction that sends it there. */
@@ -196,14 +197,37 @@ export async function dispatchIn(tx: Tx, run: RunsTable, plan: DispatchPlan): Pr
     if (moved !== null) tx.hub.runMetrics.observeWait(tx.hub.now() - run.created_at);
     return null;
   }
-  const itemId = tx.hub.newId();
+  const set = { queue_item_id: tx.hub.newId(), ...admitted };
+  if (!(await transition(tx, run, 'offered', { set }))) return null;
+  await offerItem(tx, { ...run, ...set }, plan.daemons);
+  return null;
+}
+
+/**
+ * Whether a new run is offered in the transaction that writes it, and so written `offered` at once
+ * (new-runs.ts): it goes to no workspace and waits for no concurrency group, and daemons may take it.
+ */
+export function offeredAtOnce(run: {
+  seed: { groups: readonly unknown[] };
+  plan: DispatchPlan | null;
+}): boolean {
+  return (
+    run.plan !== null && !run.plan.workspace && run.plan.daemons.length > 0 && run.seed.groups.length === 0
+  );
+}
+
+/** A run just moved to `offered`: its queue item, and its offers to `daemons`. */
+export async function offerItem(
+  tx: Tx,
+  run: Pick<RunsTable, 'run_id' | 'team_id' | 'realm_id' | 'created_at' | 'queue_item_id'>,
+  daemons: readonly string[],
+): Promise<void> {
+  const itemId = run.queue_item_id!;
   const payload = { run_id: run.run_id, team_id: run.team_id };
-  if (!(await transition(tx, run, 'offered', { set: { queue_item_id: itemId, ...admitted } }))) return null;
   tx.hub.runMetrics.observeWait(tx.hub.now() - run.created_at);
   const item = { id: itemId, realm_id: run.realm_id, payload, created_at: tx.hub.now() };
   await writeThenNotify(tx.db, [newQueueItem(tx.db, item)], []);
-  for (const d of plan.daemons) await offer(tx, itemId, d, payload);
-  return null;
+  for (const d of daemons) await offer(tx, itemId, d, payload);
 }
 
 /**
@@ -247,9 +271,22 @@ async function decideClaim(hub: Hub, actor: DaemonActor, itemId: string): Promis
   if (hub.claims.lostBy(itemId, actor.daemon)) return { claimed: false, queue_item_id: itemId };
   const leaseMs = await leaseMsOf(hub);
   const won = await inTx(hub, async (tx) => {
-    const claimed = await claimQueueItem(tx.db, itemId, actor.daemon, hub.now());
+    const now = hub.now();
+    const claimed = await claimQueueItem(tx.db, itemId, actor.daemon, now, {
+      lease_expires_at: now + leaseMs,
+    });
     if (!claimed) return null;
-    const epoch = await handOverRun(tx, claimed.run, itemId, actor.daemon.id, leaseMs);
+    let epoch: number | null;
+    if (claimed.assigned) {
+      // The claim's own statement assigned the run (PostgreSQL).
+      await movedBy(tx, 'offered', claimed.run!, {
+        type: 'run.claimed',
+        actor: daemonActor(actor.daemon.id),
+      });
+      epoch = await sendExecute(tx, claimed.run!, leaseMs);
+    } else {
+      epoch = await handOverRun(tx, claimed.run, itemId, actor.daemon.id, leaseMs);
+    }
     return { run: epoch === null ? null : { run_id: claimed.run!.run_id, lease_epoch: epoch } };
   });
   if (won) hub.claims.won(itemId, actor.daemon);

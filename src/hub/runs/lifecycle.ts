@@ -15,6 +15,8 @@ import { canMove } from './state.js';
  * history entry with its event, and when the run ends, tells its parent's daemon and runs the
  * `runEnded` hooks (reviews close) — all in the caller's transaction. It answers whether the move
  * applied: false means the run changed meanwhile (another process, a daemon report, the sweeper).
+ * Two moves save a statement and go through the same check and record: a new run offered as it is
+ * written (`movedAtBirth`), and a claim that moves its run in its own statement (`movedBy`).
  */
 
 export interface Move {
@@ -73,10 +75,12 @@ const DEFAULT_ENTRY: Record<RunState, string> = {
   terminated: 'run.ended',
 };
 
+function mayMove(from: RunState, to: RunState): void {
+  if (!canMove(from, to)) throw conflict(`a ${from} run cannot become ${to}`, { state: from, to });
+}
+
 export async function transition(tx: Tx, run: RunsTable, to: RunState, move: Move = {}): Promise<boolean> {
-  if (!canMove(run.state, to)) {
-    throw conflict(`a ${run.state} run cannot become ${to}`, { state: run.state, to });
-  }
+  mayMove(run.state, to);
   const now = tx.hub.now();
   const set: RunChanges = { updated_at: now, ...move.set };
   if (isTerminal(to)) {
@@ -91,14 +95,51 @@ export async function transition(tx: Tx, run: RunsTable, to: RunState, move: Mov
   } else if (!(await moveRow(tx.db, run, to, set, move.guard))) {
     return false;
   }
-  const after: RunsTable = { ...run, ...set, state: to };
-  await addHistory(tx.db, tx.hub, after, to, {
-    phase: after.current_phase,
-    ...move.history,
-    type: move.history?.type ?? DEFAULT_ENTRY[to],
-  });
-  if (isTerminal(to)) await ended(tx, after);
+  await recordMove(tx, { ...run, ...set, state: to }, move.history);
   return true;
+}
+
+/** What follows every move: its history entry, and when the run ends, its end's consequences. */
+async function recordMove(tx: Tx, after: RunsTable, history: Partial<HistoryEntry> = {}): Promise<void> {
+  await addHistory(tx.db, tx.hub, after, after.state, {
+    phase: after.current_phase,
+    ...history,
+    type: history.type ?? DEFAULT_ENTRY[after.state],
+  });
+  if (isTerminal(after.state)) await ended(tx, after);
+}
+
+/**
+ * A move made by the statement that found the run: on PostgreSQL a claim wins its queue item and
+ * moves the item's run in one statement (queue.repo.ts `claimQueueItem`). `after` is the row as that
+ * statement left it, moved from `from`. Checked against the state table like every move (a refused
+ * one throws, which undoes the transaction) and recorded as `transition` records its moves.
+ */
+export async function movedBy(
+  tx: Tx,
+  from: RunState,
+  after: RunsTable,
+  history?: Partial<HistoryEntry>,
+): Promise<void> {
+  mayMove(from, after.state);
+  await recordMove(tx, after, history);
+}
+
+/**
+ * A new run that moves in the transaction that writes it (offered as it is written) is inserted in
+ * the state that move leaves it in, rather than inserted and then moved: a statement fewer. The move
+ * is checked against the state table like every move. Answers the row to insert and the move's
+ * history entry, which goes after the run's `run.queued`.
+ */
+export function movedAtBirth(
+  row: RunsTable,
+  to: RunState,
+  set: RunChanges,
+): { row: RunsTable; entry: HistoryEntry } {
+  mayMove(row.state, to);
+  if (isTerminal(to)) throw new Error('a run does not end in the transaction that writes it');
+  const after: RunsTable = { ...row, ...set, state: to };
+  return { row: after, entry: { phase: after.current_phase, type: DEFAULT_ENTRY[to] } };
 }
 
 /** Like `transition`, but a run that changed meanwhile is a `conflict` for the caller to answer. */

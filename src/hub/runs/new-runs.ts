@@ -3,18 +3,22 @@ import type { DB } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { Actor as HistoryActor } from '../../shared/api/runs.js';
 import { groupCallsPer } from '../../shared/group-calls.js';
+import { insertRows, writeThenNotify } from '../cluster/bus.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
 import { insertRunGroups, type RunGroup } from './concurrency.js';
-import { type DispatchPlan, dispatchIn, type Waiting } from './dispatch.service.js';
+import { type DispatchPlan, dispatchIn, offeredAtOnce, offerItem, type Waiting } from './dispatch.service.js';
 import { addHistories } from './history.repo.js';
+import { movedAtBirth } from './lifecycle.js';
 import { toJson } from './run.mapper.js';
 import { insertRunRows } from './runs.repo.js';
-import { insertIdempotencyKey, takeRunNumbers } from './starts.repo.js';
+import { idempotencyKeyWrite, takeRunNumbers } from './starts.repo.js';
 
 /**
  * Writing new runs. Each is inserted `queued` with its `run.queued` history entry, its idempotency
- * key and its concurrency groups, and dispatched where its plan says, in one transaction.
+ * key and its concurrency groups, and dispatched where its plan says, in one transaction. A run
+ * offered at once (dispatch.service.ts `offeredAtOnce`) is inserted `offered` instead, with both
+ * entries (lifecycle.ts `movedAtBirth`): no second write of its row.
  *
  * Starts that arrive while such a transaction runs are written together in the next one (a group
  * commit, src/shared/group-calls.ts): one commit and one statement per table for the whole group
@@ -73,6 +77,7 @@ export interface NewRun {
 
 /** A written run; `waiting` names the full concurrency group it waits for, if any. */
 export interface WrittenRun {
+  /** The run as created (`queued`), as `runs/new` answers it, whether or not it was dispatched since. */
   row: RunsTable;
   waiting: Waiting | null;
 }
@@ -82,7 +87,8 @@ const MAX_GROUP = 100;
 
 /** The group commit of each database handle (its process's one). */
 const writeTogether = groupCallsPer(
-  (_db: object, runs: (NewRun & { hub: Hub })[]) => inTx(runs[0]!.hub, (tx) => writeRuns(tx, runs)),
+  (_db: object, runs: (NewRun & { hub: Hub })[]) =>
+    inTx(runs[0]!.hub, (tx) => writeRuns(tx, runs, { readLater: false })),
   MAX_GROUP,
 );
 
@@ -91,21 +97,37 @@ export function writeNewRun(hub: Hub, run: NewRun): Promise<WrittenRun> {
   return writeTogether(hub.db, { ...run, hub });
 }
 
-/** Writes new runs in the caller's transaction: rows, history, keys, and their dispatch. */
-export async function writeRuns(tx: Tx, runs: readonly NewRun[]): Promise<WrittenRun[]> {
-  const rows = await insertRuns(tx.db, tx.hub, runs);
+/**
+ * Writes new runs in the caller's transaction: rows, history, keys, and their dispatch. Unless the
+ * caller reads or references the rows later in its transaction (`readLater`, the default), runs that
+ * nothing here reads back again (in no concurrency group, in no workspace) are written with the
+ * writes kept for the commit (src/hub/cluster/bus.ts `writeThenNotify`): on PostgreSQL their rows,
+ * keys, entries and offers leave in one statement with the commit.
+ */
+export async function writeRuns(
+  tx: Tx,
+  runs: readonly NewRun[],
+  opts: { readLater: boolean } = { readLater: true },
+): Promise<WrittenRun[]> {
+  const kept = !opts.readLater && runs.every((r) => r.seed.groups.length === 0 && !r.plan?.workspace);
+  const { created, written } = await insertRuns(tx.db, tx.hub, runs, kept);
   const out: WrittenRun[] = [];
   for (const [i, run] of runs.entries()) {
-    const row = rows[i]!;
+    const row = created[i]!;
     if (run.idempotencyKey) {
-      await insertIdempotencyKey(tx.db, {
+      const key = {
         realm_id: row.realm_id,
         key: run.idempotencyKey,
         run_id: row.run_id,
         created_at: row.created_at,
-      });
+      };
+      if (kept) await writeThenNotify(tx.db, [idempotencyKeyWrite(tx.db, key)], []);
+      else await idempotencyKeyWrite(tx.db, key).execute();
     }
-    const waiting = run.plan ? await dispatchIn(tx, row, run.plan) : null;
+    let waiting: Waiting | null = null;
+    // Offered as it was written: its queue item and offers. Otherwise dispatched as any queued run.
+    if (written[i]!.state === 'offered') await offerItem(tx, written[i]!, run.plan!.daemons);
+    else if (run.plan) waiting = await dispatchIn(tx, row, run.plan);
     out.push({
       row: waiting ? { ...row, waiting_for: JSON.stringify({ ...waiting, group: undefined }) } : row,
       waiting,
@@ -115,14 +137,18 @@ export async function writeRuns(tx: Tx, runs: readonly NewRun[]): Promise<Writte
 }
 
 /**
- * Inserts `queued` runs with their `run.queued` history entries (in the caller's transaction). The
- * numbers of default names (`<team or agent>-<n>`) are taken once per team (or agent) and realm.
+ * Inserts `queued` runs with their `run.queued` history entries (in the caller's transaction), those
+ * offered at once `offered` with their `run.offered` too. The numbers of default names
+ * (`<team or agent>-<n>`) are taken once per team (or agent) and realm. `kept`: the rows go with the
+ * writes kept for the commit (see writeRuns). Answers each run as created (`queued`, as `runs/new`
+ * shows it) and as written.
  */
 export async function insertRuns(
   db: Kysely<DB>,
   hub: Pick<Hub, 'newId' | 'now'>,
-  runs: readonly Pick<NewRun, 'runId' | 'seed' | 'actor'>[],
-): Promise<RunsTable[]> {
+  runs: readonly Pick<NewRun, 'runId' | 'seed' | 'actor' | 'plan'>[],
+  kept = false,
+): Promise<{ created: RunsTable[]; written: RunsTable[] }> {
   const now = hub.now();
   const subjectOf = (s: RunSeed) => s.team_id ?? s.agent_id ?? s.base_name;
   const unnamed = new Map<string, { realmId: string; subjectId: string; count: number; next: number }>();
@@ -134,7 +160,7 @@ export async function insertRuns(
     unnamed.set(key, n);
   }
   for (const n of unnamed.values()) n.next = await takeRunNumbers(db, n.realmId, n.subjectId, n.count);
-  const rows = runs.map(({ runId, seed }): RunsTable => {
+  const queued = runs.map(({ runId, seed }): RunsTable => {
     const { base_name, child_key, groups, queue_timeout_ms, timeout_ms, ...fields } = seed;
     const numbered = seed.run_name === null ? unnamed.get(`${seed.realm_id} ${subjectOf(seed)}`)! : null;
     return {
@@ -173,16 +199,20 @@ export async function insertRuns(
       run_deadline_at: timeout_ms === null ? null : now + timeout_ms,
     };
   });
-  await insertRunRows(db, rows);
-  for (const [i, { seed }] of runs.entries()) await insertRunGroups(db, rows[i]!.run_id, seed.groups);
-  await addHistories(
-    db,
-    hub,
-    rows.map((row, i) => ({
-      run: row,
-      state: 'queued',
+  const born = queued.map((row, i) =>
+    offeredAtOnce(runs[i]!) ? movedAtBirth(row, 'offered', { queue_item_id: hub.newId() }) : null,
+  );
+  const written = queued.map((row, i) => born[i]?.row ?? row);
+  if (kept) await writeThenNotify(db, [insertRows(db, 'runs', written)], []);
+  else await insertRunRows(db, written);
+  for (const [i, { seed }] of runs.entries()) await insertRunGroups(db, written[i]!.run_id, seed.groups);
+  await addHistories(db, hub, [
+    ...queued.map((run, i) => ({
+      run,
+      state: 'queued' as const,
       entry: { type: 'run.queued', actor: runs[i]!.actor },
     })),
-  );
-  return rows;
+    ...born.flatMap((b) => (b ? [{ run: b.row, state: b.row.state, entry: b.entry }] : [])),
+  ]);
+  return { created: queued, written };
 }

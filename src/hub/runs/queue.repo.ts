@@ -1,8 +1,8 @@
-import type { Kysely, QueryCreator } from 'kysely';
+import { type Kysely, type QueryCreator, sql } from 'kysely';
 import { type DB, isPostgres, updateOne } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { Write } from '../cluster/bus.js';
-import { runOfQueueItem } from './runs.repo.js';
+import { assignOfferedRun, runOfQueueItem } from './runs.repo.js';
 
 /**
  * The work queue of offered runs (SQL): an item is offered to the eligible daemons of a realm
@@ -33,15 +33,19 @@ export function newQueueItem(
 }
 
 /**
- * The daemon wins the item if it is still offered in its realm. A win answers the item's run as it is
- * now (none if it has gone), read in the same statement on PostgreSQL; a loss answers null.
+ * The daemon wins the item if it is still offered in its realm; a loss answers null. A win answers
+ * the item's run (none if it has gone). On PostgreSQL the same statement also assigns the run to the
+ * daemon (runs.repo.ts `assignOfferedRun`, with `assign`) if it is still offered with this item, and
+ * answers it as moved (`assigned`), or nothing when it was not; on SQLite, where a statement costs no
+ * round trip, the run as it is now, for the caller to move.
  */
 export async function claimQueueItem(
   db: Kysely<DB>,
   itemId: string,
   daemon: { id: string; realm_id: string },
   now: number,
-): Promise<{ run: RunsTable | undefined } | null> {
+  assign: { lease_expires_at: number },
+): Promise<{ run: RunsTable | undefined; assigned: boolean } | null> {
   const claim = (q: QueryCreator<DB>) =>
     q
       .updateTable('queue_items')
@@ -51,18 +55,26 @@ export async function claimQueueItem(
       .where('status', '=', 'offered');
   if (!isPostgres(db)) {
     if (!(await updateOne(claim(db)))) return null;
-    return { run: await runOfQueueItem(db, itemId) };
+    return { run: await runOfQueueItem(db, itemId), assigned: false };
   }
   const won = await db
     .with('c', (q) => claim(q).returning('id'))
+    .with('a', () =>
+      // `c` is this statement's claim: the run moves only when it won.
+      assignOfferedRun(db, itemId, daemon.id, { ...assign, updated_at: now }).where(
+        sql<boolean>`exists (select 1 from c)`,
+      ),
+    )
     .selectFrom('c')
-    .leftJoin('runs as r', 'r.queue_item_id', 'c.id')
-    .selectAll('r')
+    .leftJoin('a', (j) => j.onTrue())
+    .selectAll('a')
     .select('c.id as claimed_item')
     .executeTakeFirst();
   if (!won) return null;
   const { claimed_item: _, ...run } = won;
-  return { run: run.run_id === null ? undefined : (run as RunsTable) };
+  return run.run_id === null
+    ? { run: undefined, assigned: false }
+    : { run: run as RunsTable, assigned: true };
 }
 
 export function loadQueueItem(db: Kysely<DB>, itemId: string) {

@@ -1,6 +1,7 @@
 import {
   type ExpressionBuilder,
   type Kysely,
+  type QueryCreator,
   type SelectQueryBuilder,
   sql,
   type UpdateQueryBuilder,
@@ -14,7 +15,8 @@ import { loadRun, loadRuns } from './run-read.repo.js';
 
 /**
  * Runs: every query on the `runs` table, one named function each. A row's state changes only
- * through `moveRow`, which lifecycle.ts's `transition` calls after checking the state table.
+ * through `moveRow`, which lifecycle.ts's `transition` calls after checking the state table, and
+ * `assignOfferedRun`, the move a claim makes in its own statement (lifecycle.ts `movedBy`).
  */
 
 type RunUpdate = UpdateQueryBuilder<DB, 'runs', 'runs', UpdateResult>;
@@ -86,6 +88,25 @@ export function moveRow(
         .where('lease_epoch', '=', run.lease_epoch),
     ),
   );
+}
+
+/**
+ * The run an offered queue item names becomes `daemonId`'s (`assigned`, its lease epoch raised by
+ * one) if it is still offered with that item: as a statement to put in a claim's own
+ * (queue.repo.ts `claimQueueItem`), which runs it only when the claim wins. Returns the row as moved.
+ */
+export function assignOfferedRun(
+  q: QueryCreator<DB>,
+  itemId: string,
+  daemonId: string,
+  set: Pick<RunChanges, 'lease_expires_at' | 'updated_at'>,
+) {
+  return q
+    .updateTable('runs')
+    .set({ ...set, state: 'assigned', daemon_id: daemonId, lease_epoch: sql<number>`lease_epoch + 1` })
+    .where('queue_item_id', '=', itemId)
+    .where('state', '=', 'offered')
+    .returningAll();
 }
 
 /** Changes columns of a run still in its state with its lease epoch (never the state). */

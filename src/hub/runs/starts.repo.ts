@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
+import type { Write } from '../cluster/bus.js';
 import { loadRun } from './run-read.repo.js';
 
 /** Starting runs (SQL): the numbers of default run names, and idempotency keys. */
@@ -60,10 +61,13 @@ export async function runOfIdempotencyKey(
   return loadRun(db, k.run_id);
 }
 
-/** Binds `key` to the run in the run's own transaction: a concurrent repeat fails on the primary key. */
-export async function insertIdempotencyKey(
+/**
+ * Binds `key` to the run, written in the run's own transaction: a concurrent repeat fails on the
+ * primary key. The write, to run at once or with the writes kept for the commit.
+ */
+export function idempotencyKeyWrite(
   db: Kysely<DB>,
   row: { realm_id: string; key: string; run_id: string; created_at: number },
-): Promise<void> {
-  await db.insertInto('run_idempotency_keys').values(row).execute();
+): Write {
+  return db.insertInto('run_idempotency_keys').values(row);
 }
