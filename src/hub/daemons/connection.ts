@@ -21,7 +21,7 @@ import {
 } from '../ports.js';
 import { realmAcl } from './acl.js';
 import { signDispatch } from './dispatch.js';
-import { markAcked, markSent, pendingCommands, type StoredCommand } from './outbox.repo.js';
+import { markAcked, type StoredCommand, takePendingCommands } from './outbox.repo.js';
 import type { Presence } from './presence.js';
 
 /** What the tunnel needs from the hub: everything but itself. */
@@ -256,20 +256,17 @@ async function deliver(s: TunnelState, conn: Conn): Promise<void> {
   do {
     conn.dirty = false;
     const at = now();
-    const rows = await pendingCommands(
+    // The attempt is counted as the commands are taken, before their frames leave, so a process
+    // killed right after sending has recorded it. A frame counted but not sent (the socket closed)
+    // goes out on the next connection.
+    const rows = await takePendingCommands(
       db,
       conn.daemonId,
       Math.max(conn.openedAt, at - config.outboxResendMs),
       BATCH,
-    );
-    const frames = await commandFrames(s, conn, rows, at);
-    // The attempt is counted before the frames leave, so a process killed right after sending has
-    // recorded it. A frame counted but not sent (the socket closed) goes out on the next connection.
-    await markSent(
-      db,
-      rows.map((r) => r.tx_id),
       at,
     );
+    const frames = await commandFrames(s, conn, rows, at);
     for (const frame of frames) {
       if (conn.closed) break;
       sendFrame(conn, frame);

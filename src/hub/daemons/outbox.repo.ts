@@ -72,40 +72,40 @@ export async function enqueueCommand(
 }
 
 /**
- * Pending commands of a daemon last sent before `sentBefore` (or never), oldest first.
- * The tunnel passes max(connection opened, now − resend interval): "not sent on this connection,
- * or sent too long ago".
+ * Takes the pending commands of a daemon to send now: at most `limit` of those last sent before
+ * `sentBefore` (or never), oldest first, each with a delivery attempt counted (`last_sent_at` = `now`)
+ * in the same statement, before its frame leaves (see connection.ts deliver). The tunnel passes
+ * max(connection opened, now − resend interval): "not sent on this connection, or sent too long ago".
  */
-export function pendingCommands(
+export async function takePendingCommands(
   db: Kysely<DB>,
   daemonId: string,
   sentBefore: number,
   limit: number,
+  now: number,
 ): Promise<StoredCommand[]> {
-  return pending(db, daemonId, sentBefore, limit);
+  const rows = await takePending(db, daemonId, sentBefore, limit, now);
+  return rows.sort((a, b) => Number(a.seq) - Number(b.seq));
 }
 
-/** Read once per tunnel that opens, and at each delivery: compiled once. */
-const pending = prepared((db: Kysely<DB>, daemonId: string, sentBefore: number, limit: number) =>
-  db
-    .selectFrom('command_outbox')
-    .select(['tx_id', 'path', 'body'])
-    .where('daemon_id', '=', daemonId)
-    .where('status', '=', 'pending')
-    .where((eb) => eb.or([eb('last_sent_at', 'is', null), eb('last_sent_at', '<', sentBefore)]))
-    .orderBy('seq')
-    .limit(limit),
+/** Run once per tunnel that opens, and at each delivery: compiled once. */
+const takePending = prepared(
+  (db: Kysely<DB>, daemonId: string, sentBefore: number, limit: number, now: number) =>
+    db
+      .updateTable('command_outbox')
+      .set((eb) => ({ last_sent_at: now, attempts: eb('attempts', '+', 1) }))
+      .where('tx_id', 'in', (q) =>
+        q
+          .selectFrom('command_outbox')
+          .select('tx_id')
+          .where('daemon_id', '=', daemonId)
+          .where('status', '=', 'pending')
+          .where((eb) => eb.or([eb('last_sent_at', 'is', null), eb('last_sent_at', '<', sentBefore)]))
+          .orderBy('seq')
+          .limit(limit),
+      )
+      .returning(['tx_id', 'path', 'body', 'seq']),
 );
-
-/** Counts a delivery attempt; written before the frames are sent (see connection.ts deliver). */
-export async function markSent(db: Kysely<DB>, txIds: string[], now: number): Promise<void> {
-  if (txIds.length === 0) return;
-  await db
-    .updateTable('command_outbox')
-    .set((eb) => ({ last_sent_at: now, attempts: eb('attempts', '+', 1) }))
-    .where('tx_id', 'in', txIds)
-    .execute();
-}
 
 /**
  * Records acks, in one statement however many arrive together. For each, the acked command's path
