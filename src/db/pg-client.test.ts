@@ -207,4 +207,57 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
       await pool.query('delete from t');
     }
   });
+
+  it('prepares a statement by name once it recurs, alone or in a pipeline, and never one with a * result', async () => {
+    const prepared = async (c: { query: (t: string, v?: unknown[]) => Promise<pg.QueryResult> }) =>
+      (await c.query('select statement from pg_prepared_statements order by statement')).rows.map(
+        (r: { statement: string }) => r.statement,
+      );
+    // Texts of this test alone (the pool's connections have run others).
+    const tag = randomBytes(4).toString('hex');
+    const insert = `insert into t values ($1, $2, $3) -- ${tag}`;
+    const starred = `select * from t where id = $1 -- ${tag}`;
+    await withClient(async (c) => {
+      for (let i = 0; i < 4; i++) {
+        await c.query(insert, [i, 'one', i]);
+        assert.equal((await c.query(starred, [i])).rows[0].v, 'one');
+      }
+      // In pipelines: with a transaction's first statement and with its commit.
+      for (let i = 4; i < 8; i++) {
+        await c.query('begin');
+        await c.query(insert, [i, 'first', i]);
+        await c.query(`${WITH_COMMIT}${insert}`, [100 + i, 'kept', i]);
+        await c.query('commit');
+      }
+      const names = await prepared(c);
+      assert.deepEqual(
+        names.filter((t) => t.includes(tag)),
+        [`${WITH_COMMIT}${insert}`, insert].sort(),
+        'each recurring text is prepared once on the connection',
+      );
+      assert.ok(!names.includes(starred), 'a * result is never prepared');
+      assert.equal((await c.query('select count(*)::int as k from t')).rows[0].k, 12);
+    });
+  });
+
+  it('a named statement that fails to parse, or is skipped after an error, is prepared again next time', async () => {
+    const bad = `insert into t valuez ($1) -- ${randomBytes(4).toString('hex')}`;
+    const good = `insert into t values ($1, $2, $3) -- ${randomBytes(4).toString('hex')}`;
+    await withClient(async (c) => {
+      for (let i = 0; i < 3; i++) {
+        // The bad statement fails at its parse, and the good one after it is skipped, in one pipeline.
+        await c.query('begin');
+        await c.query(`${WITH_COMMIT}${bad}`, [i]);
+        await c.query(`${WITH_COMMIT}${good}`, [10 + i, 'skipped', 0]);
+        await assert.rejects(c.query('commit'), { code: '42601' });
+        await c.query('rollback');
+      }
+      for (let i = 0; i < 3; i++) {
+        await c.query('begin');
+        await c.query(`${WITH_COMMIT}${good}`, [20 + i, 'kept', 0]);
+        await c.query('commit');
+      }
+      assert.deepEqual(await ids(), [20, 21, 22]);
+    });
+  });
 });

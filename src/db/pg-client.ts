@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
 import { statementName } from './prepared.js';
@@ -5,8 +6,10 @@ import { statementName } from './prepared.js';
 /**
  * The PostgreSQL connection as Kysely uses it, with fewer round trips:
  *
- * - The hot queries (prepared.ts) run as named statements, which each connection parses and plans
- *   once.
+ * - The hot queries (prepared.ts) run as named statements, which each connection parses once. So do
+ *   other statements once their text has recurred (`recurringName`): the writes a transaction keeps
+ *   for its commit, a claim, a report, whose shapes repeat run after run. Parsing and planning them
+ *   cost PostgreSQL more than running them.
  * - A transaction's `begin` is not sent on its own: it leaves with the transaction's first statement,
  *   in one write and one reply (the extended protocol allows several statements before one Sync). A
  *   transaction that runs no statement sends nothing at all.
@@ -28,6 +31,38 @@ interface Statement {
   text: string;
   values: unknown[];
 }
+
+/** Statements a connection prepares by name beyond the hot ones (each costs the server some memory). */
+const MAX_NAMED = 200;
+
+/** Texts seen once (their second run names them), and the names of those seen again. */
+const seen = new Set<string>();
+const recurring = new Map<string, string>();
+/** At most this many texts are remembered; past it, the record starts again. */
+const MAX_TEXTS = 2_000;
+
+/**
+ * The name of a statement whose text has run before in this process, or undefined. Statements whose
+ * result has a `*` are left unnamed: once a migration adds a column, PostgreSQL refuses to run a
+ * statement prepared before it whose result it changes (prepared.ts names its columns for this).
+ */
+function recurringName(text: string): string | undefined {
+  const known = recurring.get(text);
+  if (known) return known;
+  if (STAR.test(text)) return undefined;
+  if (!seen.has(text)) {
+    if (seen.size >= MAX_TEXTS) seen.clear();
+    seen.add(text);
+    return undefined;
+  }
+  if (recurring.size >= MAX_TEXTS) recurring.clear();
+  const name = `svc_r${createHash('sha256').update(text).digest('hex').slice(0, 20)}`;
+  recurring.set(text, name);
+  return name;
+}
+
+/** A `*` in a result: `select *`, `returning *`, `"t".*`. */
+const STAR = /(?:^|[\s,(])(?:"[^"]*"\.)?\*(?=[\s,)]|$)/;
 
 /** The pieces of `pg` this module uses, given by the caller (the driver is loaded lazily). */
 export interface PgParts {
@@ -76,13 +111,25 @@ export function pipelinedClient(client: pg.PoolClient, parts: PgParts): Postgres
   /** In a transaction (begun on the server or not). */
   let inTransaction = false;
   let withCommit: Statement[] = [];
+  /** The connection's statements prepared by name (pg's own record, which `client.query` keeps too). */
+  const parsed = (client as unknown as { connection: PgConnection }).connection;
+  const nameOf = (text: string): string | undefined => {
+    const name = statementName(text) ?? recurringName(text);
+    if (!name || name in parsed.parsedStatements || name in parsed.submittedNamedStatements) return name;
+    // A connection prepares at most so many statements beyond the hot ones: the rest run unnamed.
+    return statementName(text) || Object.keys(parsed.parsedStatements).length < MAX_NAMED ? name : undefined;
+  };
   const run = (text: string, values: unknown[]): Promise<Answer> => {
-    const name = statementName(text);
+    const name = nameOf(text);
     return name ? client.query({ name, text, values }) : client.query(text, values);
   };
   /** Sends `statements` together; throws at once, having sent nothing, when a value cannot be sent. */
   const pipeline = (statements: Statement[]): Promise<Answer[]> => {
-    const mapped = statements.map((s) => ({ text: s.text, values: s.values.map(parts.prepareValue) }));
+    const mapped = statements.map((s) => ({
+      text: s.text,
+      name: nameOf(s.text),
+      values: s.values.map(parts.prepareValue),
+    }));
     return new Promise((resolve, reject) => {
       client.query(new Pipeline(mapped, parts, resolve, reject) as unknown as pg.QueryConfig);
     });
@@ -146,9 +193,11 @@ class Pipeline {
   private readonly results: ResultBuilder[];
   private index = 0;
   private failed: unknown = null;
+  /** Called when the pipeline's reply has arrived (set by `submit`). */
+  private done = () => {};
 
   constructor(
-    private readonly statements: readonly Statement[],
+    private readonly statements: readonly (Statement & { name: string | undefined })[],
     parts: PgParts,
     private readonly resolve: (answers: Answer[]) => void,
     private readonly reject: (err: unknown) => void,
@@ -157,11 +206,33 @@ class Pipeline {
   }
 
   submit(connection: PgConnection): void {
+    // The statements this pipeline parses, in order: each ParseComplete is the next one's, and pg's
+    // record of the connection's named statements learns of those (as `client.query` does for its
+    // own). The pipeline ends at its reply, or at an error (pg then sends it nothing more): those
+    // the server skipped after an error were never prepared.
+    const parsing: { name: string; text: string }[] = [];
+    const onParsed = () => {
+      const s = parsing.shift();
+      if (!s?.name) return;
+      connection.parsedStatements[s.name] = s.text;
+      delete connection.submittedNamedStatements[s.name];
+    };
+    connection.on('parseComplete', onParsed);
+    this.done = () => {
+      connection.off('parseComplete', onParsed);
+      for (const s of parsing) if (s.name) delete connection.submittedNamedStatements[s.name];
+      parsing.length = 0;
+    };
     connection.stream.cork?.();
     try {
       for (const s of this.statements) {
-        connection.parse({ text: s.text, name: '', types: [] });
-        connection.bind({ portal: '', statement: '', values: s.values });
+        const name = s.name ?? '';
+        if (!name || !(name in connection.parsedStatements || name in connection.submittedNamedStatements)) {
+          connection.parse({ text: s.text, name, types: [] });
+          parsing.push({ name, text: s.text });
+          if (name) connection.submittedNamedStatements[name] = s.text;
+        }
+        connection.bind({ portal: '', statement: name, values: s.values });
         connection.describe({ type: 'P', name: '' });
         connection.execute({ portal: '', rows: 0 });
       }
@@ -195,10 +266,12 @@ class Pipeline {
   }
 
   handleError(err: unknown): void {
+    this.done();
     this.reject(err);
   }
 
   handleReadyForQuery(): void {
+    this.done();
     if (this.failed) this.reject(this.failed);
     else this.resolve(this.results);
   }
@@ -213,6 +286,11 @@ class Pipeline {
 /** The protocol writer of a `pg` connection (pg/lib/connection.js), as a submittable drives it. */
 interface PgConnection {
   stream: { cork?(): void; uncork?(): void };
+  /** Named statements prepared on this connection, and those sent but not yet confirmed (name → text). */
+  parsedStatements: Record<string, string>;
+  submittedNamedStatements: Record<string, string>;
+  on(event: 'parseComplete', listener: () => void): void;
+  off(event: 'parseComplete', listener: () => void): void;
   parse(m: { text: string; name: string; types: unknown[] }): void;
   bind(m: { portal: string; statement: string; values: unknown[] }): void;
   describe(m: { type: 'P'; name: string }): void;

@@ -40,8 +40,10 @@ export interface TunnelState {
   track(p: Promise<unknown>, what: string): void;
   /** Runs the hub operations daemons call over the tunnel (set when the tunnel is attached). */
   calls: OpCaller | null;
-  /** Acks received and not yet recorded: recorded together, in one transaction. */
+  /** Acks received and not yet recorded: recorded together, in one statement. */
   acks: { conn: Conn; ack: AckFrame }[];
+  /** A batch of acks is being recorded: those arriving meanwhile make the next one. */
+  recordingAcks: boolean;
   /** Daemons' online/offline/last-seen writes (presence.ts). */
   presence: Presence;
   /** A realm's ACL being read for connections' hellos: connections that open together share it. */
@@ -337,12 +339,28 @@ function onMessage(s: TunnelState, conn: Conn, text: string): void {
     return;
   }
   s.acks.push({ conn, ack: frame });
-  // Acks that arrive together (from any daemon) are recorded in one transaction.
-  if (s.acks.length === 1) setImmediate(() => s.track(recordAcks(s), 'tunnel acks'));
+  // Acks that arrive together (from any daemon) are recorded in one statement, one batch at a time
+  // in the order they arrived (two batches at once on two connections could commit in either
+  // order), so that the first ack of a command is the one that counts.
+  if (s.recordingAcks) return;
+  s.recordingAcks = true;
+  setImmediate(() => s.track(recordAcks(s), 'tunnel acks'));
 }
 
 async function recordAcks(s: TunnelState): Promise<void> {
-  const batch = s.acks.splice(0);
+  try {
+    while (s.acks.length > 0) {
+      // A batch that fails is lost: its commands stay pending and are sent again, and acked again.
+      await recordAckBatch(s, s.acks.splice(0)).catch((err: unknown) =>
+        s.deps.log.error({ err }, 'recording acks failed'),
+      );
+    }
+  } finally {
+    s.recordingAcks = false;
+  }
+}
+
+async function recordAckBatch(s: TunnelState, batch: { conn: Conn; ack: AckFrame }[]): Promise<void> {
   const firsts = await markAcked(
     s.deps.db,
     batch.map(({ conn, ack }) => ({ daemonId: conn.daemonId, ack })),

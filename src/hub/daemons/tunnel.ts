@@ -65,6 +65,7 @@ export async function createTunnel(
     },
     calls: null,
     acks: [],
+    recordingAcks: false,
     presence: createPresence(deps, instanceId),
     aclReads: new Map(),
   };
