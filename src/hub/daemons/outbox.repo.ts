@@ -161,8 +161,12 @@ function ackRowsOf(db: Kysely<DB>, json: string) {
   ).as('a');
 }
 
-/** Marks the pending commands named by `json` (an array of `AckRow`) acked, in one statement. */
-const ackAll = prepared((db: Kysely<DB>, json: string, now: number) =>
+/**
+ * Marks the pending commands named by `json` (an array of `AckRow`) acked, in one statement: each ack
+ * finds its command by primary key. On SQLite the `+` keeps the planner off the index on `status`,
+ * which it would otherwise prefer, reading every pending command for each ack.
+ */
+export const ackAllQuery = (db: Kysely<DB>, json: string, now: number) =>
   db
     .updateTable('command_outbox')
     .from(ackRowsOf(db, json))
@@ -175,9 +179,13 @@ const ackAll = prepared((db: Kysely<DB>, json: string, now: number) =>
     }))
     .whereRef('command_outbox.tx_id', '=', 'a.tx_id')
     .whereRef('command_outbox.daemon_id', '=', 'a.daemon_id')
-    .where('command_outbox.status', '=', 'pending')
-    .returning(['command_outbox.tx_id', 'command_outbox.daemon_id', 'command_outbox.path']),
-);
+    .where(
+      isPostgres(db) ? sql.ref('command_outbox.status') : sql`+${sql.ref('command_outbox.status')}`,
+      '=',
+      'pending',
+    )
+    .returning(['command_outbox.tx_id', 'command_outbox.daemon_id', 'command_outbox.path']);
+const ackAll = prepared(ackAllQuery);
 
 export function loadCommand(db: Kysely<DB>, txId: string): Promise<CommandOutboxTable | undefined> {
   return db.selectFrom('command_outbox').selectAll().where('tx_id', '=', txId).executeTakeFirst();

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
+import { CompiledQuery } from 'kysely';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
 import type { CallFrame } from '../../shared/protocol.js';
 import { sendCommand } from './commands.js';
-import { loadCommand } from './outbox.repo.js';
+import { ackAllQuery, loadCommand } from './outbox.repo.js';
 
 describe('hub operations called over the tunnel, and commands sent at commit', () => {
   let h: TestHub;
@@ -83,5 +84,20 @@ describe('hub operations called over the tunnel, and commands sent at commit', (
     );
     const first = await loadCommand(hub.db, ids[0]!);
     assert.equal(first?.reply, JSON.stringify({ n: ids[0] }));
+  });
+
+  it('an ack finds its command by its id, not by reading every pending command', async (t) => {
+    const hub = h.running.hub;
+    if (hub.dialect !== 'sqlite') return t.skip('a query plan of SQLite');
+    const compiled = ackAllQuery(hub.db, '[]', 0).compile();
+    const plan = await hub.db.executeQuery<{ detail: string }>(
+      CompiledQuery.raw(`explain query plan ${compiled.sql}`, [...compiled.parameters]),
+    );
+    const details = plan.rows.map((r) => r.detail);
+    assert.match(details[0]!, /SCAN json_each/, details.join(' | '));
+    assert.match(
+      details[1]!,
+      /SEARCH command_outbox USING INDEX sqlite_autoindex_command_outbox_1 \(tx_id=\?\)/,
+    );
   });
 });
