@@ -34,7 +34,8 @@ export interface OpenOptions {
   poolSize?: number;
   /**
    * SQLite file only: WAL checkpoints in a worker thread instead of inside the commits that cross
-   * SQLite's threshold (src/db/checkpointer.ts). For the hub, whose event loop serves everyone.
+   * SQLite's threshold (src/db/checkpointer.ts): for the hub, whose event loop serves everyone, and
+   * the daemon, whose commits are on the way of every run it starts.
    */
   checkpointInWorker?: boolean;
 }

@@ -12,7 +12,11 @@ export type { DaemonDB } from './schema.js';
  */
 export async function openDaemonDatabase(home: string): Promise<Database<DaemonDB>> {
   ensurePrivateDir(home);
-  const database = await openDatabaseOf<DaemonDB>({ url: path.join(home, 'daemon.db') });
+  // WAL checkpoints in a worker thread: the runs' commits never wait for one.
+  const database = await openDatabaseOf<DaemonDB>({
+    url: path.join(home, 'daemon.db'),
+    checkpointInWorker: true,
+  });
   try {
     await migrate(database.db, daemonMigrations);
     return database;
