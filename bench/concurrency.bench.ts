@@ -120,10 +120,10 @@ async function groupBench(kind: 'sqlite' | 'postgres'): Promise<BenchResult[]> {
       const freed = ends.filter((e) => e <= offered).pop();
       if (freed !== undefined && at(h, 'run.queued') < freed) takeSlot.push(offered - freed);
     }
+    // A new run in no group is offered in the transaction that writes it: from its request to its offer.
     const plainHistories = await histories(plain.ids);
-    const newRun = plainHistories.map((h) => at(h, 'run.offered') - at(h, 'run.queued'));
-    const roundTrip = plain.ids.map((id, i) => at(plainHistories[i]!, 'run.offered') - plain.sent.get(id)!);
-    for (const xs of [takeSlot, newRun, roundTrip]) xs.sort((a, b) => a - b);
+    const newRun = plain.ids.map((id, i) => at(plainHistories[i]!, 'run.offered') - plain.sent.get(id)!);
+    for (const xs of [takeSlot, newRun]) xs.sort((a, b) => a - b);
     return [
       {
         name: `runs through a concurrency group of limit ${LIMIT}, ${kind}`,
@@ -138,14 +138,13 @@ async function groupBench(kind: 'sqlite' | 'postgres'): Promise<BenchResult[]> {
         unit: 'ms',
         value: percentile(takeSlot, 50),
         baseline: {
-          name: 'a new run in no group: queued → offered inside runs/new, p50',
+          name: 'a new run in no group: runs/new sent → offered, p50',
           value: percentile(newRun, 50),
         },
         higherIsBetter: false,
         note:
           `${takeSlot.length} waiting runs (p90 ${percentile(takeSlot, 90).toFixed(1)} ms), ` +
-          `${newRun.length} new (p90 ${percentile(newRun, 90).toFixed(1)} ms); a new run from sending ` +
-          `runs/new to its offer: p50 ${percentile(roundTrip, 50).toFixed(0)} ms`,
+          `${newRun.length} new (p90 ${percentile(newRun, 90).toFixed(1)} ms), both under the same load`,
       },
     ];
   } finally {
