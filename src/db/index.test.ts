@@ -52,15 +52,13 @@ describe('migrate', () => {
       assert.deepEqual(await names(), all);
       await migrate(d.db);
       assert.deepEqual(await names(), all);
-      // The last migration's row gone (its tables stay): the migrator runs it again, as it would
-      // for a database one migration behind; here it must fail on the tables already there, which
-      // shows that it ran.
+      // A database one migration behind (the last one undone, its row gone): the migrator runs it.
       const last = all.at(-1)!;
+      await migrations[last]!.down!(d.db);
       await sql`delete from kysely_migration where name = ${last}`.execute(d.db);
-      await assert.rejects(migrate(d.db), new RegExp(`migration ${last} failed`));
-      await sql`insert into kysely_migration (name, timestamp) values (${last}, ${new Date().toISOString()})`.execute(
-        d.db,
-      );
+      assert.deepEqual(await names(), all.slice(0, -1));
+      await migrate(d.db);
+      assert.deepEqual(await names(), all);
       await sql`insert into kysely_migration (name, timestamp) values ('9999_future', ${new Date().toISOString()})`.execute(
         d.db,
       );

@@ -17,6 +17,7 @@ import * as m0015 from './0015_concurrency.js';
 import * as m0016 from './0016_review_context.js';
 import * as m0017 from './0017_runs_daemon.js';
 import * as m0018 from './0018_history_realm.js';
+import * as m0019 from './0019_runs_partial_indexes.js';
 
 /** Every migration, in order. Names sort lexically; append, never edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '0016_review_context': m0016,
   '0017_runs_daemon': m0017,
   '0018_history_realm': m0018,
+  '0019_runs_partial_indexes': m0019,
 };
