@@ -73,6 +73,25 @@ describe('a realm stream’s cursor', () => {
     assert.deepEqual(ids(await c.next()), [], 'never twice');
   });
 
+  it('a late entry read past by a look that found a newer one is found by the look it asks for', async () => {
+    const r = realm();
+    let now = 40_000;
+    const c = realmChanges({ read: r.read, now: () => now, settleMs: SETTLE_MS, from: idOf(39_000) });
+    r.commit(idOf(39_990, 3));
+    assert.deepEqual(ids(await c.next()), [idOf(39_990, 3)]);
+    assert.equal(c.lookAgainInMs(), null, 'a look at the whole window leaves nothing behind');
+    now += 5;
+    // Two commit together: one with an id below the newest sent (late), one above it.
+    r.commit(idOf(39_990, 1));
+    r.commit(idOf(39_995));
+    assert.deepEqual(ids(await c.next()), [idOf(39_995)], 'the wake reads past the newest entry only');
+    assert.equal(c.lookAgainInMs(), RESCAN_MS, 'so it asks for another look soon');
+    // No other change comes (the realm went quiet): the look it asked for finds the late entry.
+    now += RESCAN_MS;
+    assert.deepEqual(ids(await c.next()), [idOf(39_990, 1)]);
+    assert.equal(c.lookAgainInMs(), null);
+  });
+
   it('entries older than the window become final: later looks start above them', async () => {
     const r = realm();
     let now = 30_000;

@@ -5,9 +5,10 @@
  * read: a read starts after the newest entry seen, and the last `settleMs` are read again (skipping
  * what was sent) when a wake finds nothing newer (a late commit woke it) and at least every
  * RESCAN_MS. A busy realm's wakes so read what is new, not the whole window each time; a late entry
- * whose wake was taken together with a newer one's waits for the next look (at most the stream's
- * poll on a realm gone quiet). An entry committed more than `settleMs` after its id was made could
- * still be missed; the hub's transactions take milliseconds.
+ * whose wake was taken together with a newer one's waits for the next look, which the stream makes
+ * within RESCAN_MS after a look that did not read the window (`lookAgainInMs`), even on a realm gone
+ * quiet. An entry committed more than `settleMs` after its id was made could still be missed; the
+ * hub's transactions take milliseconds.
  */
 
 /** How long after its id is made an entry may still commit, on PostgreSQL. */
@@ -34,13 +35,19 @@ export interface RealmChangesOptions {
   from: string;
 }
 
-export function realmChanges(o: RealmChangesOptions): { next(): Promise<Change[]> } {
+export function realmChanges(o: RealmChangesOptions): {
+  next(): Promise<Change[]>;
+  /** After a look that read only past the newest entry: look again within this long (else null). */
+  lookAgainInMs(): number | null;
+} {
   /** Entries up to here are final: sent, and no other will commit below it. */
   let floor = o.from;
   /** The newest entry read. */
   let top = o.from;
   /** When the window above `floor` was last read again. */
   let rescanned = Number.NEGATIVE_INFINITY;
+  /** The last look read only past the newest entry: a late entry below it may be there unread. */
+  let partial = false;
   const sent = new Set<string>();
   /** Entries after `after`, at most `pages` pages; `whole` when the last page was not full. */
   const read = async (after: string, pages: number) => {
@@ -54,6 +61,7 @@ export function realmChanges(o: RealmChangesOptions): { next(): Promise<Change[]
     return { rows, whole: false };
   };
   return {
+    lookAgainInMs: () => (partial ? RESCAN_MS : null),
     async next() {
       if (!o.settleMs) {
         const { rows } = await read(floor, 1);
@@ -62,13 +70,11 @@ export function realmChanges(o: RealmChangesOptions): { next(): Promise<Change[]
       }
       const now = o.now();
       const rescan = now - rescanned >= RESCAN_MS;
-      let got = rescan ? null : await read(top > floor ? top : floor, PAGES);
-      let whole = false;
-      if (got === null || got.rows.length === 0) {
-        got = await read(floor, PAGES);
-        rescanned = now;
-        whole = got.whole;
-      }
+      const past = rescan ? null : await read(top > floor ? top : floor, PAGES);
+      partial = past !== null && past.rows.length > 0;
+      const got = partial ? past! : await read(floor, PAGES);
+      if (!partial) rescanned = now;
+      const whole = !partial && got.whole;
       const fresh = got.rows.filter((r) => !sent.has(r.id));
       for (const r of fresh) sent.add(r.id);
       const last = got.rows.at(-1)?.id;

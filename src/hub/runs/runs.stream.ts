@@ -92,6 +92,8 @@ export function registerRunStreams(app: FastifyInstance, hub: Hub): void {
     const s = start(reply, req, { open, pollMs: hub.config.streamPollMs }, (realm) => realm === realm_id);
     await s.loop(async () => {
       const fresh = await changes.next();
+      // A look that read only past the newest entry may have left a late one below it: look again soon.
+      s.lookAgainIn(changes.lookAgainInMs());
       if (fresh.length === 0) return true;
       const runs = new Map(
         (await loadRuns(hub.db, [...new Set(fresh.map((c) => c.run_id))])).map((r) => [r.run_id, r]),
@@ -130,6 +132,8 @@ interface Stream {
    * answers false, the client goes or the hub closes.
    */
   loop(step: () => Promise<boolean>): Promise<void>;
+  /** The next step comes within `ms` even without a change (null: at the poll, as usual). */
+  lookAgainIn(ms: number | null): void;
   end(): void;
 }
 
@@ -151,6 +155,7 @@ function start(
   res.write(`retry: 1000\n\n`);
   let ended = false;
   let wake: (() => void) | null = null;
+  let soon: number | null = null;
   // A change that arrives while a step runs makes the next step start at once.
   let changed = false;
   const onChange = (realmId: string, runId: string) => {
@@ -166,6 +171,9 @@ function start(
     pending = '';
   };
   const stream: Stream = {
+    lookAgainIn(ms) {
+      soon = ms;
+    },
     event(type, id, data) {
       if (!ended) pending += `id: ${id}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
     },
@@ -184,7 +192,8 @@ function start(
           if (ended) break;
           if (changed) continue;
           await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, pollMs);
+            const timer = setTimeout(resolve, soon ?? pollMs);
+            soon = null;
             wake = () => {
               clearTimeout(timer);
               resolve();
