@@ -114,10 +114,12 @@ export function pipelinedClient(client: pg.PoolClient, parts: PgParts): Postgres
   /** The connection's statements prepared by name (pg's own record, which `client.query` keeps too). */
   const parsed = (client as unknown as { connection: PgConnection }).connection;
   const nameOf = (text: string): string | undefined => {
-    const name = statementName(text) ?? recurringName(text);
+    const hot = statementName(text);
+    if (hot) return hot;
+    const name = recurringName(text);
     if (!name || name in parsed.parsedStatements || name in parsed.submittedNamedStatements) return name;
     // A connection prepares at most so many statements beyond the hot ones: the rest run unnamed.
-    return statementName(text) || Object.keys(parsed.parsedStatements).length < MAX_NAMED ? name : undefined;
+    return Object.keys(parsed.parsedStatements).length < MAX_NAMED ? name : undefined;
   };
   const run = (text: string, values: unknown[]): Promise<Answer> => {
     const name = nameOf(text);

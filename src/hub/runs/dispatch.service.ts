@@ -276,17 +276,7 @@ async function decideClaim(hub: Hub, actor: DaemonActor, itemId: string): Promis
       lease_expires_at: now + leaseMs,
     });
     if (!claimed) return null;
-    let epoch: number | null;
-    if (claimed.assigned) {
-      // The claim's own statement assigned the run (PostgreSQL).
-      await movedBy(tx, 'offered', claimed.run!, {
-        type: 'run.claimed',
-        actor: daemonActor(actor.daemon.id),
-      });
-      epoch = await sendExecute(tx, claimed.run!, leaseMs);
-    } else {
-      epoch = await handOverRun(tx, claimed.run, itemId, actor.daemon.id, leaseMs);
-    }
+    const epoch = await handOverRun(tx, claimed, itemId, actor.daemon.id, leaseMs);
     return { run: epoch === null ? null : { run_id: claimed.run!.run_id, lease_epoch: epoch } };
   });
   if (won) hub.claims.won(itemId, actor.daemon);
@@ -312,17 +302,25 @@ async function decideClaim(hub: Hub, actor: DaemonActor, itemId: string): Promis
  * hand-over did not happen (an older hub version took the two steps in separate transactions).
  */
 export async function handOver(tx: Tx, itemId: string, daemonId: string, leaseMs: number): Promise<boolean> {
-  return (await handOverRun(tx, await runOfQueueItem(tx.db, itemId), itemId, daemonId, leaseMs)) !== null;
+  const claimed = { run: await runOfQueueItem(tx.db, itemId), assigned: false };
+  return (await handOverRun(tx, claimed, itemId, daemonId, leaseMs)) !== null;
 }
 
-/** `handOver` of the item's run, already read: answers the run's new lease epoch, or null. */
+/**
+ * `handOver` of the item's run, already read, or already assigned by the claim's own statement
+ * (PostgreSQL): answers the run's new lease epoch, or null.
+ */
 async function handOverRun(
   tx: Tx,
-  run: RunsTable | undefined,
+  { run, assigned }: { run: RunsTable | undefined; assigned: boolean },
   itemId: string,
   daemonId: string,
   leaseMs: number,
 ): Promise<number | null> {
+  if (assigned) {
+    await movedBy(tx, 'offered', run!, { type: 'run.claimed', actor: daemonActor(daemonId) });
+    return sendExecute(tx, run!, leaseMs);
+  }
   if (run?.state !== 'offered') return null;
   return assign(tx, run, daemonId, { leaseMs, historyType: 'run.claimed', queueItemId: itemId });
 }
