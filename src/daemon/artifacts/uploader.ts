@@ -7,6 +7,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { ArtifactUploadsTable, DaemonDB } from '../db/schema.js';
 import { type HubApi, HubRefusedError } from '../hub-api.js';
 import { phaseFileName } from '../runner/plan.js';
+import { SpareFolders } from '../spare-folders.js';
 
 /**
  * Artifacts on their way to the hub (CONTRACT.md §13). When a phase ends, `collect` moves each file
@@ -75,9 +76,13 @@ export class ArtifactUploader {
   private wake: (() => void) | null = null;
   private readonly waiters = new Set<() => void>();
 
+  /** Phase folders made ahead (private, as the phases' are). */
+  private readonly spares: SpareFolders;
+
   constructor(private readonly opts: UploaderOptions) {
     this.spool = path.join(opts.home, 'artifacts', 'spool');
     this.phases = path.join(opts.home, 'artifacts', 'phases');
+    this.spares = new SpareFolders(path.join(opts.home, 'spare', 'artifacts'), 0o700);
   }
 
   /**
@@ -87,6 +92,7 @@ export class ArtifactUploader {
    */
   phaseFolder(runId: string, phase: string): string {
     const dir = path.join(this.phases, phaseFileName(runId, phase));
+    if (this.spares.take(dir)) return dir;
     try {
       mkdirSync(dir, { mode: 0o700 });
     } catch (err) {
@@ -153,7 +159,7 @@ export class ArtifactUploader {
     this.closed = true;
     this.wake?.();
     this.notify();
-    await this.running;
+    await Promise.all([this.running, this.spares.close()]);
   }
 
   private notify(): void {

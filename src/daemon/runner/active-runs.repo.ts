@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import { prepared } from '../../db/prepared.js';
 import type { ExecuteRunBody } from '../../shared/protocol.js';
 import type { ActiveRunsTable, DaemonDB } from '../db/schema.js';
 import { startIndex } from './plan.js';
@@ -27,19 +28,34 @@ export interface ReviewWaitState {
  */
 export async function saveActiveRun(db: Kysely<DaemonDB>, body: ExecuteRunBody, now: number): Promise<void> {
   const { secrets: _inMemoryOnly, ...kept } = body;
-  const stored = {
-    lease_epoch: body.lease_epoch,
-    phase: body.team.phases[startIndex(body.team.phases, body.start_phase)]?.name ?? body.start_phase,
-    body: JSON.stringify(kept),
-    review_id: null,
-    review_state: null,
-  };
-  await db
-    .insertInto('active_runs')
-    .values({ run_id: body.run_id, started_at: now, ...stored })
-    .onConflict((oc) => oc.column('run_id').doUpdateSet(stored))
-    .execute();
+  const phase = body.team.phases[startIndex(body.team.phases, body.start_phase)]?.name ?? body.start_phase;
+  await upsertActiveRun(db, body.run_id, now, body.lease_epoch, phase, JSON.stringify(kept));
 }
+
+/** Written for every `runs/execute`, on a run's way to its agent: compiled once. */
+const upsertActiveRun = prepared(
+  (db: Kysely<DaemonDB>, runId: string, now: number, epoch: number, phase: string | null, body: string) =>
+    db
+      .insertInto('active_runs')
+      .values({
+        run_id: runId,
+        started_at: now,
+        lease_epoch: epoch,
+        phase,
+        body,
+        review_id: null,
+        review_state: null,
+      })
+      .onConflict((oc) =>
+        oc.column('run_id').doUpdateSet((eb) => ({
+          lease_epoch: eb.ref('excluded.lease_epoch'),
+          phase: eb.ref('excluded.phase'),
+          body: eb.ref('excluded.body'),
+          review_id: null,
+          review_state: null,
+        })),
+      ),
+);
 
 export function listActiveRuns(db: Kysely<DaemonDB>): Promise<ActiveRunRow[]> {
   return db.selectFrom('active_runs').selectAll().execute();

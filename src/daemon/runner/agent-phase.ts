@@ -39,9 +39,14 @@ export async function runAgentPhase(
   // A fresh private folder for the phase's artifacts; what is in it when the agent ends goes to the hub.
   const artifactsDir = ctx.artifacts.phaseFolder(body.run_id, phase.name);
   run.artifactsDir = artifactsDir;
+  const cwd = runDirectory(ctx.home, body);
   const agent = startAgent({
     manifest,
-    cwd: runDirectory(ctx.home, body),
+    cwd,
+    // A run with no workspace works in a folder of its own under the daemon's home: one made ahead,
+    // moved into place (an empty one left by an earlier phase is replaced). A workspace's folder is
+    // the user's, and only made when it is missing.
+    cwdReady: body.workspace_path === null && ctx.runFolders.take(cwd),
     outputFile: outputFile(ctx.home, body.run_id, phase.name, run.epoch),
     secrets,
     env: {

@@ -25,6 +25,8 @@ export interface AgentRun {
 export interface AgentSpec {
   manifest: RunAgentManifest;
   cwd: string;
+  /** The folder `cwd` is there already. */
+  cwdReady?: boolean;
   outputFile: string;
   env: Record<string, string>;
   /** The phase's secrets as environment variables (over the manifest's env, under SVC_* values). */
@@ -144,7 +146,7 @@ function ensureFolder(dir: string): void {
 
 export function startAgent(spec: AgentSpec): AgentRun {
   const { manifest } = spec;
-  ensureFolder(spec.cwd);
+  if (!spec.cwdReady) ensureFolder(spec.cwd);
   const outputs = path.dirname(spec.outputFile);
   if (!outputFolders.has(outputs)) {
     mkdirSync(outputs, { recursive: true, mode: 0o700 });

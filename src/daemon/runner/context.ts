@@ -3,6 +3,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { ArtifactUploader } from '../artifacts/uploader.js';
 import type { DaemonDB } from '../db/schema.js';
 import type { HugInbox } from '../hug/inbox.js';
+import type { SpareFolders } from '../spare-folders.js';
 import type { ChildRuns } from './children.js';
 import type { RunHubCaller } from './hub-caller.js';
 import type { Spawn } from './spawner.js';
@@ -15,6 +16,8 @@ export interface RunnerContext {
   now: () => number;
   /** The daemon's home: per-run directories and output files live under `<home>/runs/`. */
   home: string;
+  /** Run folders made ahead (a run with no workspace works in a folder of its own). */
+  runFolders: SpareFolders;
   /** Starts agent processes (through the spawner's helper process). */
   spawn: Spawn;
   killGraceMs: number;

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Logger } from '../../shared/logger.js';
 import type { CancelRunBody, ChildEndedBody, ExecuteRunBody } from '../../shared/protocol.js';
@@ -5,6 +6,7 @@ import { ArtifactUploader } from '../artifacts/uploader.js';
 import type { DaemonDB } from '../db/schema.js';
 import type { HubApi } from '../hub-api.js';
 import { HugInbox } from '../hug/inbox.js';
+import { SpareFolders } from '../spare-folders.js';
 import { ActiveRun } from './active-run.js';
 import { removeActiveRun, saveActiveRun } from './active-runs.repo.js';
 import { ChildRuns } from './children.js';
@@ -48,6 +50,7 @@ export class Runner {
   private readonly runs = new Map<string, ActiveRun>();
   /** Starts agents from a small helper process (spawner.ts). */
   private readonly spawner = new Spawner();
+  private readonly runFolders: SpareFolders;
   private readonly ctx: RunnerContext;
   private closing = false;
   private recovering: Promise<number> | null = null;
@@ -62,12 +65,14 @@ export class Runner {
       now: opts.now,
       home: opts.home,
     });
+    this.runFolders = new SpareFolders(path.join(opts.home, 'spare', 'runs'), 0o777);
     this.ctx = {
       db: opts.db,
       caller,
       log: opts.log,
       now: opts.now,
       home: opts.home,
+      runFolders: this.runFolders,
       spawn: this.spawner.spawn,
       killGraceMs: opts.killGraceMs ?? 5_000,
       inbox: this.hugInbox,
@@ -162,7 +167,7 @@ export class Runner {
     for (const r of runs) r.halt();
     await Promise.all(runs.map((r) => r.done.catch(() => {})));
     await this.spawner.close();
-    await this.artifacts.close();
+    await Promise.all([this.artifacts.close(), this.runFolders.close()]);
   }
 
   /** Starts driving a run here: lease renewal, log uploads, and its phases (or its review wait). */
