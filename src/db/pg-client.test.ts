@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { PG_URL, TEST_DB } from '../../test/helpers/db.js';
 import { dropSchema, openDatabase } from './index.js';
-import { pgParts, pipelinedClient, WITH_COMMIT } from './pg-client.js';
+import { pgParts, pipelinedClient, TOGETHER, WITH_COMMIT } from './pg-client.js';
 
 /**
  * The pipelined client against a real server: the round trips it saves (counted as the server's
@@ -82,6 +82,41 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
       await c.query('commit');
       assert.equal(c.trips(), 3);
       assert.deepEqual(await ids(), [1, 2, 3]);
+    });
+  });
+
+  it("statements sent together leave in one round trip, with the transaction's begin", async () => {
+    await withClient(async (c) => {
+      await c.query('begin');
+      const together = await c.query(TOGETHER, [
+        [
+          { text: 'insert into t values ($1, $2, $3) returning id', values: [1, 'a', 5] },
+          { text: 'select n from t where id = $1', values: [1] },
+          { text: 'select n from t where id = $1', values: [2] },
+        ],
+      ]);
+      assert.deepEqual(together.rows, [[{ id: 1 }], [{ n: 5 }], []]);
+      assert.equal(c.trips(), 1);
+      const more = await c.query(TOGETHER, [[{ text: 'select count(*)::int as k from t', values: [] }]]);
+      assert.deepEqual(more.rows, [[{ k: 1 }]]);
+      assert.equal(c.trips(), 2);
+      await c.query('commit');
+      assert.equal(c.trips(), 3);
+      assert.deepEqual(await ids(), [1]);
+      // One that fails: the rest is skipped, the call fails, the rollback undoes what went before it.
+      await c.query('begin');
+      await assert.rejects(
+        c.query(TOGETHER, [
+          [
+            { text: 'insert into t values ($1, $2, $3)', values: [2, 'b', 0] },
+            { text: 'insert into t values ($1, $2, $3)', values: [1, 'again', 0] },
+            { text: 'insert into t values ($1, $2, $3)', values: [3, 'c', 0] },
+          ],
+        ]),
+        /duplicate key/,
+      );
+      await c.query('rollback');
+      assert.deepEqual(await ids(), [1]);
     });
   });
 

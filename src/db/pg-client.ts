@@ -17,17 +17,25 @@ import { statementName } from './prepared.js';
  *   bus.ts) leave with its `commit`. Should one fail, PostgreSQL skips the rest, the `commit` reports
  *   the error, and the transaction is rolled back as for any other failed commit.
  *
+ * - Statements sent `together` (together.ts) leave in one write, with the `begin` if it has not left.
+ *
  * Every statement of a transaction is still answered, in order, before the next one is sent, except
- * the two pairs above: the server's behaviour is that of the same statements sent one by one.
+ * in the cases above: the server's behaviour is that of the same statements sent one by one.
  */
 
 /** The start of a statement that travels with its transaction's `commit` (and is answered then). */
 export const WITH_COMMIT = '/* with commit */ ';
 
+/**
+ * The text of a query that stands for several (together.ts): its one value is the list of
+ * statements, and its rows are their rows, one list per statement.
+ */
+export const TOGETHER = '/* together */';
+
 /** What `client.query` answers, as Kysely reads it. */
 type Answer = Pick<pg.QueryResult, 'command' | 'rowCount' | 'rows'>;
 
-interface Statement {
+export interface Statement {
   text: string;
   values: unknown[];
 }
@@ -161,6 +169,13 @@ export function pipelinedClient(client: pg.PoolClient, parts: PgParts): Postgres
       return nothing('BEGIN');
     }
     if (text === 'commit' || text === 'rollback') return end(text);
+    if (text === TOGETHER) {
+      const statements = values[0] as Statement[];
+      const begin = beginPending ? [BEGIN] : [];
+      beginPending = false;
+      const answers = (await pipeline([...begin, ...statements])).slice(begin.length);
+      return { command: 'SELECT', rowCount: answers.length, rows: answers.map((a) => a.rows) };
+    }
     if (inTransaction && text.startsWith(WITH_COMMIT)) {
       withCommit.push({ text, values });
       return nothing('SELECT');

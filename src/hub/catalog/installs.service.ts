@@ -178,8 +178,17 @@ export async function daemonsThatMayRun(
   run: RunNeeds,
   only: { online?: boolean; daemonIds?: string[] } = {},
 ): Promise<InstalledFor[]> {
-  if (!run.team_version_id && !run.agent_id) return [];
-  if (only.daemonIds?.length === 0) return [];
+  return (await mayRunQuery(db, run, only)?.execute()) ?? [];
+}
+
+/** The query of `daemonsThatMayRun`, to run with others (src/db/together.ts); null when none may. */
+export function mayRunQuery(
+  db: Kysely<DB>,
+  run: RunNeeds,
+  only: { online?: boolean; daemonIds?: string[] } = {},
+) {
+  if (!run.team_version_id && !run.agent_id) return null;
+  if (only.daemonIds?.length === 0) return null;
   const rootRunId = run.root_run_id;
   const agentId = run.agent_id;
   return db
@@ -212,8 +221,7 @@ export async function daemonsThatMayRun(
         .innerJoin('team_versions as tv', 'tv.id', 'ti.team_version_id')
         .where('tv.definition', 'like', `%"agent_id":${JSON.stringify(agentId)}%`),
     )
-    .orderBy('ti.daemon_id')
-    .execute();
+    .orderBy('ti.daemon_id');
 }
 
 /**

@@ -13,7 +13,7 @@ import { inTx } from '../daemons/commands.js';
 import { unusableChannelIds } from '../notifications/channels.repo.js';
 import { loadWorkspace, requireReadyWorkspace } from '../workspaces/workspaces.repo.js';
 import { type GroupSpec, groupsOfRun } from './concurrency.js';
-import { planDispatch } from './dispatch.service.js';
+import { planBeforeWriting } from './dispatch.service.js';
 import { type NewRun, type RunSeed, type WrittenRun, writeNewRun, writeRuns } from './new-runs.js';
 import { heldRun } from './read.service.js';
 import { daemonActor, json, runOut, userActor } from './run.mapper.js';
@@ -219,7 +219,7 @@ export async function startRun(
     seed,
     actor: by.actor,
     idempotencyKey: key,
-    plan: await planDispatch(hub, seed),
+    plan: await planBeforeWriting(hub, seed),
   };
   let written: WrittenRun;
   try {
@@ -315,7 +315,7 @@ export async function startChild(hub: Hub, actor: DaemonActor, input: StartChild
     runId: hub.newId(),
     seed,
     actor: daemonActor(actor.daemon.id),
-    plan: await planDispatch(hub, seed),
+    plan: await planBeforeWriting(hub, seed),
   };
   try {
     child = (await inTx(hub, (tx) => writeRuns(tx, [run])))[0]!.row;

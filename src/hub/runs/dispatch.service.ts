@@ -86,14 +86,6 @@ export async function executeBody(
 }
 
 /**
- * Online daemons of the realm that may take the run: those with its team version installed (see
- * docs/api.md, "Where a run may go"). None: the run stays queued.
- */
-async function eligibleDaemons(hub: Hub, run: RunNeeds): Promise<string[]> {
-  return (await daemonsThatMayRun(hub.db, run, { online: true })).map((d) => d.daemon_id);
-}
-
-/**
  * The run is now `daemonId`'s (`assigned`, a new lease epoch) and that daemon gets `runs/execute`
  * in the same transaction. Answers the new lease epoch, or null when the run moved meanwhile.
  */
@@ -132,11 +124,10 @@ async function sendExecute(tx: Tx, run: RunsTable, leaseMs: number): Promise<num
   return run.lease_epoch;
 }
 
-/** Where a queued run can go, read before the transaction that sends it there. */
+/** Where a queued run can go, read before the transaction that sends it there (or early in it). */
 export interface DispatchPlan {
-  leaseMs: number;
-  /** A run in a workspace: that workspace's daemon. */
-  workspace: { daemon_id: string; path: string } | null;
+  /** A run in a workspace: that workspace's daemon, and the lease it gets the run with. */
+  workspace: { daemon_id: string; path: string; leaseMs: number } | null;
   /** Otherwise the daemons to offer it to (none: it stays queued). */
   daemons: string[];
 }
@@ -145,22 +136,47 @@ export async function planDispatch(
   hub: Hub,
   run: RunNeeds & Pick<RunsTable, 'workspace_id'>,
 ): Promise<DispatchPlan | null> {
-  const leaseMs = await leaseMsOf(hub);
   if (run.workspace_id) {
+    const leaseMs = await leaseMsOf(hub);
     const ws = await loadWorkspace(hub, run.workspace_id).catch(() => null);
-    return ws ? { leaseMs, workspace: { daemon_id: ws.daemon_id, path: ws.path }, daemons: [] } : null;
+    return ws ? { workspace: { daemon_id: ws.daemon_id, path: ws.path, leaseMs }, daemons: [] } : null;
   }
-  const daemons = await leastLoaded(hub, await eligibleDaemons(hub, run), hub.config.offerFanout);
-  return daemons.length ? { leaseMs, workspace: null, daemons } : null;
+  return offerPlan(hub, hub.db, await daemonsThatMayRun(hub.db, run, { online: true }));
+}
+
+/**
+ * The plan of a new run that is known before its transaction: its workspace's daemon. Undefined
+ * for a run to offer, whose daemons are read in its own transaction with its first statements
+ * (new-runs.ts), in the same round trip.
+ */
+export async function planBeforeWriting(
+  hub: Hub,
+  run: RunNeeds & Pick<RunsTable, 'workspace_id'>,
+): Promise<DispatchPlan | null | undefined> {
+  return run.workspace_id ? planDispatch(hub, run) : undefined;
+}
+
+/**
+ * Where to offer a run that the `eligible` daemons may take (`daemonsThatMayRun`, online ones):
+ * the least loaded of them, `offerFanout` at most. Null when there is none.
+ */
+export async function offerPlan(
+  hub: Pick<Hub, 'config'>,
+  db: Kysely<DB>,
+  eligible: readonly { daemon_id: string }[],
+): Promise<DispatchPlan | null> {
+  const ids = [...new Set(eligible.map((d) => d.daemon_id))];
+  const daemons = await leastLoaded(db, ids, hub.config.offerFanout);
+  return daemons.length ? { workspace: null, daemons } : null;
 }
 
 /**
  * At most `n` of the daemons, those holding the fewest runs first (ties in random order, so that
  * equal daemons share the work): an offer goes to a few daemons, not to every one of a large realm.
  */
-async function leastLoaded(hub: Hub, daemons: string[], n: number): Promise<string[]> {
+async function leastLoaded(db: Kysely<DB>, daemons: string[], n: number): Promise<string[]> {
   if (daemons.length <= n) return daemons;
-  const held = await heldRunsPerDaemon(hub.db, daemons);
+  const held = await heldRunsPerDaemon(db, daemons);
   const keyed = daemons.map((id) => ({ id, load: held.get(id) ?? 0, tie: Math.random() }));
   keyed.sort((a, b) => a.load - b.load || a.tie - b.tie);
   return keyed.slice(0, n).map((d) => d.id);
@@ -187,9 +203,9 @@ export async function dispatchIn(tx: Tx, run: RunsTable, plan: DispatchPlan): Pr
   }
   const admitted = run.waiting_for !== null ? { waiting_for: null } : {};
   if (plan.workspace) {
-    const { daemon_id, path } = plan.workspace;
+    const { daemon_id, path, leaseMs } = plan.workspace;
     const moved = await assign(tx, run, daemon_id, {
-      leaseMs: plan.leaseMs,
+      leaseMs,
       workspacePath: path,
       historyType: 'run.assigned',
       set: admitted,

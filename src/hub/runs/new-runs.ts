@@ -1,18 +1,25 @@
-import type { Kysely } from 'kysely';
-import type { DB } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
+import { together } from '../../db/together.js';
 import type { Actor as HistoryActor } from '../../shared/api/runs.js';
 import { groupCallsPer } from '../../shared/group-calls.js';
+import { mayRunQuery, type RunNeeds } from '../catalog/installs.service.js';
 import { insertRows, writeThenNotify } from '../cluster/bus.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
 import { insertRunGroups, type RunGroup } from './concurrency.js';
-import { type DispatchPlan, dispatchIn, offeredAtOnce, offerItem, type Waiting } from './dispatch.service.js';
+import {
+  type DispatchPlan,
+  dispatchIn,
+  offeredAtOnce,
+  offerItem,
+  offerPlan,
+  type Waiting,
+} from './dispatch.service.js';
 import { addHistories } from './history.repo.js';
 import { movedAtBirth } from './lifecycle.js';
 import { toJson } from './run.mapper.js';
 import { insertRunRows } from './runs.repo.js';
-import { idempotencyKeyWrite, takeRunNumbers } from './starts.repo.js';
+import { firstRunNumber, idempotencyKeyWrite, takeRunNumbers } from './starts.repo.js';
 
 /**
  * Writing new runs. Each is inserted `queued` with its `run.queued` history entry, its idempotency
@@ -71,8 +78,12 @@ export interface NewRun {
   /** Who started it (its history actor). */
   actor: HistoryActor;
   idempotencyKey?: string | undefined;
-  /** Where it goes, read before the transaction (dispatch.service.ts planDispatch); null: it stays queued. */
-  plan: DispatchPlan | null;
+  /**
+   * Where it goes, when known before the transaction (dispatch.service.ts `planBeforeWriting`);
+   * null: it stays queued. Undefined: the daemons to offer it to are read in the transaction, with
+   * its first statements.
+   */
+  plan: DispatchPlan | null | undefined;
 }
 
 /** A written run; `waiting` names the full concurrency group it waits for, if any. */
@@ -110,7 +121,7 @@ export async function writeRuns(
   opts: { readLater: boolean } = { readLater: true },
 ): Promise<WrittenRun[]> {
   const kept = !opts.readLater && runs.every((r) => r.seed.groups.length === 0 && !r.plan?.workspace);
-  const { created, written } = await insertRuns(tx.db, tx.hub, runs, kept);
+  const { created, written, plans } = await insertRuns(tx, runs, kept);
   const out: WrittenRun[] = [];
   for (const [i, run] of runs.entries()) {
     const row = created[i]!;
@@ -126,8 +137,9 @@ export async function writeRuns(
     }
     let waiting: Waiting | null = null;
     // Offered as it was written: its queue item and offers. Otherwise dispatched as any queued run.
-    if (written[i]!.state === 'offered') await offerItem(tx, written[i]!, run.plan!.daemons);
-    else if (run.plan) waiting = await dispatchIn(tx, row, run.plan);
+    const plan = plans[i]!;
+    if (written[i]!.state === 'offered') await offerItem(tx, written[i]!, plan.daemons);
+    else if (plan) waiting = await dispatchIn(tx, row, plan);
     out.push({
       row: waiting ? { ...row, waiting_for: JSON.stringify({ ...waiting, group: undefined }) } : row,
       waiting,
@@ -139,16 +151,17 @@ export async function writeRuns(
 /**
  * Inserts `queued` runs with their `run.queued` history entries (in the caller's transaction), those
  * offered at once `offered` with their `run.offered` too. The numbers of default names
- * (`<team or agent>-<n>`) are taken once per team (or agent) and realm. `kept`: the rows go with the
- * writes kept for the commit (see writeRuns). Answers each run as created (`queued`, as `runs/new`
- * shows it) and as written.
+ * (`<team or agent>-<n>`) are taken once per team (or agent) and realm, and the daemons that may
+ * take the runs whose plan was left to the transaction are read once per team: all in one round
+ * trip (src/db/together.ts). `kept`: the rows go with the writes kept for the commit (see
+ * writeRuns). Answers each run as created (`queued`, as `runs/new` shows it), as written, and its plan.
  */
-export async function insertRuns(
-  db: Kysely<DB>,
-  hub: Pick<Hub, 'newId' | 'now'>,
+async function insertRuns(
+  tx: Tx,
   runs: readonly Pick<NewRun, 'runId' | 'seed' | 'actor' | 'plan'>[],
-  kept = false,
-): Promise<{ created: RunsTable[]; written: RunsTable[] }> {
+  kept: boolean,
+): Promise<{ created: RunsTable[]; written: RunsTable[]; plans: (DispatchPlan | null)[] }> {
+  const { db, hub } = tx;
   const now = hub.now();
   const subjectOf = (s: RunSeed) => s.team_id ?? s.agent_id ?? s.base_name;
   const unnamed = new Map<string, { realmId: string; subjectId: string; count: number; next: number }>();
@@ -159,7 +172,27 @@ export async function insertRuns(
     n.count++;
     unnamed.set(key, n);
   }
-  for (const n of unnamed.values()) n.next = await takeRunNumbers(db, n.realmId, n.subjectId, n.count);
+  const needs = new Map<string, RunNeeds>();
+  for (const { seed, plan } of runs) if (plan === undefined) needs.set(needsKey(seed), seed);
+  const reads = [...needs].flatMap(([key, seed]) => {
+    const q = mayRunQuery(db, seed, { online: true });
+    return q ? [{ key, q }] : [];
+  });
+  const numbers = [...unnamed.values()];
+  const rows = await together(db, [
+    ...numbers.map((n) => takeRunNumbers(db, n.realmId, n.subjectId, n.count)),
+    ...reads.map((r) => r.q),
+  ]);
+  numbers.forEach((n, i) => {
+    n.next = firstRunNumber(rows[i]![0] as { last: number }, n.count);
+  });
+  const eligible = new Map(
+    reads.map((r, i) => [r.key, rows[numbers.length + i] as { daemon_id: string }[]] as const),
+  );
+  const plans: (DispatchPlan | null)[] = [];
+  for (const { seed, plan } of runs) {
+    plans.push(plan !== undefined ? plan : await offerPlan(hub, db, eligible.get(needsKey(seed)) ?? []));
+  }
   const queued = runs.map(({ runId, seed }): RunsTable => {
     const { base_name, child_key, groups, queue_timeout_ms, timeout_ms, ...fields } = seed;
     const numbered = seed.run_name === null ? unnamed.get(`${seed.realm_id} ${subjectOf(seed)}`)! : null;
@@ -200,7 +233,9 @@ export async function insertRuns(
     };
   });
   const born = queued.map((row, i) =>
-    offeredAtOnce(runs[i]!) ? movedAtBirth(row, 'offered', { queue_item_id: hub.newId() }) : null,
+    offeredAtOnce({ seed: runs[i]!.seed, plan: plans[i]! })
+      ? movedAtBirth(row, 'offered', { queue_item_id: hub.newId() })
+      : null,
   );
   const written = queued.map((row, i) => born[i]?.row ?? row);
   if (kept) await writeThenNotify(db, [insertRows(db, 'runs', written)], []);
@@ -214,5 +249,10 @@ export async function insertRuns(
     })),
     ...born.flatMap((b) => (b ? [{ run: b.row, state: b.row.state, entry: b.entry }] : [])),
   ]);
-  return { created: queued, written };
+  return { created: queued, written, plans };
+}
+
+/** Runs with the same key may go to the same daemons. */
+function needsKey(n: RunNeeds): string {
+  return `${n.realm_id} ${n.team_version_id} ${n.agent_id} ${n.root_run_id ?? ''}`;
 }

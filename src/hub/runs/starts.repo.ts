@@ -7,16 +7,12 @@ import { loadRun } from './run-read.repo.js';
 /** Starting runs (SQL): the numbers of default run names, and idempotency keys. */
 
 /**
- * Takes `count` numbers of default run names for this team (or agent) in the realm, in the caller's
- * transaction (one row per realm and subject; concurrent runs get distinct numbers); answers the first.
+ * The statement that takes `count` numbers of default run names for this team (or agent) in the
+ * realm, in the caller's transaction (one row per realm and subject; concurrent runs get distinct
+ * numbers); its row gives the first (`firstRunNumber`).
  */
-export async function takeRunNumbers(
-  db: Kysely<DB>,
-  realmId: string,
-  subjectId: string,
-  count: number,
-): Promise<number> {
-  const row = await db
+export function takeRunNumbers(db: Kysely<DB>, realmId: string, subjectId: string, count: number) {
+  return db
     .insertInto('run_numbers')
     .values({ realm_id: realmId, subject_id: subjectId, last: count })
     .onConflict((oc) =>
@@ -24,8 +20,11 @@ export async function takeRunNumbers(
         .columns(['realm_id', 'subject_id'])
         .doUpdateSet((eb) => ({ last: eb('run_numbers.last', '+', eb.ref('excluded.last')) })),
     )
-    .returning('last')
-    .executeTakeFirstOrThrow();
+    .returning('last');
+}
+
+/** The first of the `count` numbers `takeRunNumbers` took, from its row. */
+export function firstRunNumber(row: { last: number | string | bigint }, count: number): number {
   return Number(row.last) - count + 1;
 }
 
