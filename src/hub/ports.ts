@@ -66,6 +66,14 @@ export type OpCaller = (
   ip: string,
 ) => Promise<{ status: number; body: unknown }>;
 
+/** A command as a notice of the cluster bus carries it: its frame's fields. */
+export interface NoticedCommand {
+  tx_id: string;
+  path: string;
+  /** The body as stored (JSON text). */
+  body: string;
+}
+
 /** A command just written to the outbox: its frame's fields, and when it counts as sent (or null). */
 export interface NewCommand {
   tx_id: string;
@@ -105,8 +113,12 @@ export interface Tunnel {
   readonly events: EventEmitter<TunnelEventMap>;
   /** True when the daemon has a live, greeted connection to this process. */
   isConnected(daemonId: string): boolean;
-  /** Sends the daemon's pending commands now, if it is connected here. Call after committing. */
-  wake(daemonId: string): void;
+  /**
+   * Sends the daemon's pending commands now, if it is connected here. Call after committing. With
+   * `command`, one that another process wrote and whose notice carried it (cluster/bus.ts): sent
+   * from the notice, without reading the outbox, when the connection has no delivery under way.
+   */
+  wake(daemonId: string, command?: NoticedCommand): void;
   /**
    * Whether a command written now for this daemon can go straight to its connection here once
    * committed (the connection is greeted and has no delivery under way): write it with `sentAt`
@@ -152,8 +164,11 @@ export type BusMessage =
   | { type: 'ack'; tx_id: string };
 
 export interface BusHandlers {
-  /** A command was written for this daemon (by any process, this one included). */
-  wake(daemonId: string): void;
+  /**
+   * A command was written for this daemon (by any process, this one included); `command` when the
+   * notice carried it (written by another process, and small enough).
+   */
+  wake(daemonId: string, command?: NoticedCommand): void;
   /** A control message from another process. */
   message(msg: BusMessage): void;
   /** The LISTEN connection is (again) in place: notifications may have been missed meanwhile. */

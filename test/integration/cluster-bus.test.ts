@@ -4,9 +4,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { RunningDaemon } from '../../src/daemon/main.js';
-import { migrate, openDatabase } from '../../src/db/index.js';
+import { type DB, migrate, openDatabase } from '../../src/db/index.js';
+import { insertRows, OUTBOX_CHANNEL, outboxNotice, writeThenNotify } from '../../src/hub/cluster/bus.js';
 import { sendCommand } from '../../src/hub/daemons/commands.js';
 import { loadCommand } from '../../src/hub/daemons/outbox.repo.js';
 import type { RunningHub } from '../../src/hub/server.js';
@@ -73,6 +74,61 @@ describe('two hub processes on one database: the cluster bus', {
     const row = await loadCommand(A().db, txId);
     assert.equal(row?.status, 'acked');
     assert.equal(row?.attempts, 1, 'sent once: only the process holding the daemon sends');
+  });
+
+  it('sends a command from the notice that carried it, without reading the outbox on B', async () => {
+    const c = await connectToB();
+    // The connection's first command signs its dispatch token (through the outbox); the next ones
+    // travel in their notices.
+    const first = await sendCommand(A(), w.daemonId, 'hug/deliver', { review_id: 'm', message: {} });
+    assert.equal((await c.next('command', 5_000)).tx_id, first);
+    c.ack(first);
+    const txId = A().newId();
+    const body = JSON.stringify({ review_id: 'n', message: { n: 2 }, tx_id: txId });
+    const command = { tx_id: txId, path: 'hug/deliver', body };
+    // Written by A as enqueueCommand writes it, but as if sent a moment ago: a delivery from B's
+    // outbox would leave it until its resend is due, so only the notice can bring it at once.
+    await A()
+      .db.transaction()
+      .execute((trx) =>
+        writeThenNotify(
+          trx,
+          [
+            insertRows(trx as Kysely<DB>, 'command_outbox', [
+              {
+                ...command,
+                daemon_id: w.daemonId,
+                status: 'pending',
+                ack_status: null,
+                reply: null,
+                error: null,
+                created_at: Date.now(),
+                seq: Date.now() * 1000,
+                last_sent_at: Date.now() + 60_000,
+                acked_at: null,
+                attempts: 0,
+              },
+            ]),
+          ],
+          [{ channel: OUTBOX_CHANNEL, payload: outboxNotice(w.daemonId, A().tunnel.instanceId, command) }],
+        ),
+      );
+    const cmd = await c.next('command', 5_000);
+    assert.equal(cmd.tx_id, txId);
+    assert.deepEqual(cmd.body, { review_id: 'n', message: { n: 2 }, tx_id: txId });
+    c.ack(txId);
+  });
+
+  it('a command too large for a notice goes through the outbox, recorded as sent once', async () => {
+    const c = await connectToB();
+    const big = 'x'.repeat(20_000);
+    const txId = await sendCommand(A(), w.daemonId, 'hug/deliver', { review_id: 'big', message: { big } });
+    const cmd = await c.next('command', 5_000);
+    assert.equal(cmd.tx_id, txId);
+    assert.equal((cmd.body as { message: { big: string } }).message.big.length, 20_000);
+    c.ack(txId);
+    const row = await loadCommand(A().db, txId);
+    assert.equal(row?.attempts, 1);
   });
 
   it('answers an operation on A that waits for the ack of a daemon on B (workspaces/register)', async () => {

@@ -4,16 +4,18 @@ import type pg from 'pg';
 import { isPostgres } from '../../db/index.js';
 import { WITH_COMMIT } from '../../db/pg-client.js';
 import type { Logger } from '../../shared/logger.js';
-import type { BusEventMap, BusHandlers, BusMessage, ClusterBus } from '../ports.js';
+import type { BusEventMap, BusHandlers, BusMessage, ClusterBus, NoticedCommand } from '../ports.js';
 
 /**
  * The cluster bus: how hub processes sharing one database wake each other up. SQLite has one hub
  * process, so its bus is a no-op (`createLocalBus`); on PostgreSQL every process keeps one dedicated
  * connection (outside the pool) that LISTENs on two channels (`createPgBus`):
  *
- * - `svc_outbox`: payload = a daemon id. `enqueueCommand` sends it inside the transaction that writes
- *   the command (PostgreSQL delivers it at commit, never for a rolled-back command); the process
- *   holding that daemon's WebSocket delivers its pending commands at once.
+ * - `svc_outbox`: payload = a daemon id, or JSON `{daemon_id, from, command}` (`outboxNotice`) when
+ *   the command is small enough to travel in it. `enqueueCommand` sends it inside the transaction that
+ *   writes the command (PostgreSQL delivers it at commit, never for a rolled-back command); the
+ *   process holding that daemon's WebSocket sends the command from the notice, or delivers its
+ *   pending commands from the outbox, at once.
  * - `svc_hub`: JSON `{from, type, …}` for the rest: realm ACL changes, "disconnect this daemon",
  *   "I wait for this command's ack" (`watch`) and that ack (`ack`), so an operation waiting on one
  *   process hears of an ack recorded by another. A process ignores its own messages.
@@ -29,6 +31,21 @@ import type { BusEventMap, BusHandlers, BusMessage, ClusterBus } from '../ports.
  */
 
 export const OUTBOX_CHANNEL = 'svc_outbox';
+
+/**
+ * The largest notice that carries its command (PostgreSQL takes payloads under 8,000 bytes); a
+ * larger command's notice names its daemon only.
+ */
+const NOTICE_MAX_BYTES = 7_000;
+
+/**
+ * The `svc_outbox` payload for a command written by process `from`: the command itself when it
+ * fits, so that the process holding the daemon sends it without reading the outbox.
+ */
+export function outboxNotice(daemonId: string, from: string, command: NoticedCommand): string {
+  const full = JSON.stringify({ daemon_id: daemonId, from, command });
+  return Buffer.byteLength(full) <= NOTICE_MAX_BYTES ? full : daemonId;
+}
 export const HUB_CHANNEL = 'svc_hub';
 export const RUNS_CHANNEL = 'svc_runs';
 
@@ -261,7 +278,22 @@ export function createPgBus(o: PgBusOptions): ClusterBus {
 
   function onNotification(n: pg.Notification) {
     if (!handlers || !n.payload) return;
-    if (n.channel === channels.outbox) return handlers.wake(n.payload);
+    if (n.channel === channels.outbox) {
+      if (!n.payload.startsWith('{')) return handlers.wake(n.payload);
+      try {
+        const notice = JSON.parse(n.payload) as { daemon_id: string; from: string; command: NoticedCommand };
+        // Written here: sent here already, or left to this process's delivery.
+        return notice.from === o.instanceId
+          ? handlers.wake(notice.daemon_id)
+          : handlers.wake(notice.daemon_id, notice.command);
+      } catch {
+        o.log.warn(
+          { payload: n.payload.slice(0, 200) },
+          'cluster bus: an outbox notice that is not JSON; ignored',
+        );
+        return;
+      }
+    }
     if (n.channel === channels.runs) {
       const [realmId, runId] = n.payload.split(' ');
       if (realmId && runId) runFeed.emit('change', realmId, runId);

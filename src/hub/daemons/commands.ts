@@ -23,7 +23,8 @@ export async function inTx<T>(hub: Hub, fn: (tx: Tx) => Promise<T>): Promise<T> 
       async command(daemonId, path, body) {
         if (!hub.tunnel.canSendNow(daemonId)) {
           daemons.add(daemonId);
-          return (await enqueueCommand(trx, hub, daemonId, path, body)).tx_id;
+          const from = hub.tunnel.instanceId;
+          return (await enqueueCommand(trx, hub, daemonId, path, body, { from })).tx_id;
         }
         const cmd = await enqueueCommand(trx, hub, daemonId, path, body, { sentAt: hub.now() });
         direct.set(daemonId, [...(direct.get(daemonId) ?? []), cmd]);

@@ -15,13 +15,14 @@ import {
   type CommandResult,
   type DispatchKeys,
   type NewCommand,
+  type NoticedCommand,
   type OpCaller,
   SEALED_SECRETS_FIELD,
   type TunnelEventMap,
 } from '../ports.js';
 import { realmAcl } from './acl.js';
 import { signDispatch } from './dispatch.js';
-import { markAcked, type StoredCommand, takePendingCommands } from './outbox.repo.js';
+import { markAcked, recordNoticedSent, type StoredCommand, takePendingCommands } from './outbox.repo.js';
 import type { Presence } from './presence.js';
 
 /** What the tunnel needs from the hub: everything but itself. */
@@ -285,11 +286,30 @@ async function commandFrames(
 ): Promise<string[]> {
   if (rows.length === 0) return [];
   const token = await commandToken(s, conn, at);
-  // The body is stored as JSON already: splice it in rather than parse and re-serialise.
-  return rows.map(
-    (row) =>
-      `{"type":"command","tx_id":${JSON.stringify(row.tx_id)},"path":${JSON.stringify(row.path)},"body":${openBody(s, row.tx_id, row.body)},"token":${JSON.stringify(token)}}`,
-  );
+  return rows.map((row) => commandFrame(s, row, token));
+}
+
+/** A command's frame. The body is stored as JSON already: spliced in rather than parsed and re-serialised. */
+function commandFrame(s: TunnelState, row: StoredCommand, token: string): string {
+  return `{"type":"command","tx_id":${JSON.stringify(row.tx_id)},"path":${JSON.stringify(row.path)},"body":${openBody(s, row.tx_id, row.body)},"token":${JSON.stringify(token)}}`;
+}
+
+/**
+ * Sends a command another process wrote, from the notice that carried it (cluster/bus.ts): no read
+ * of the outbox on its way. Only when the connection has no delivery under way and its token needs
+ * no signing (so notices are sent in the order they came, with nothing in between); otherwise the
+ * outbox is delivered as for any wake. The command is recorded as sent right after its frame leaves:
+ * should this process die in between, or a delivery read it before, it goes out again, and the
+ * daemon answers a repeated tx_id from its store.
+ */
+export function sendNoticed(s: TunnelState, conn: Conn, command: NoticedCommand): void {
+  const at = s.deps.now();
+  if (!canSendNow(conn) || !conn.token || conn.token.renew_at <= at) {
+    flush(s, conn);
+    return;
+  }
+  sendFrame(conn, commandFrame(s, command, conn.token.token));
+  s.track(recordNoticedSent(s.deps.db, command.tx_id, at), 'recording a noticed command as sent');
 }
 
 /** Whether a command written now can go straight to this connection after its commit (tunnel.ts). */

@@ -3,7 +3,7 @@ import { type DB, isPostgres } from '../../db/index.js';
 import { prepared } from '../../db/prepared.js';
 import type { CommandOutboxTable } from '../../db/schema.js';
 import type { AckFrame } from '../../shared/protocol.js';
-import { insertRows, OUTBOX_CHANNEL, writeThenNotify } from '../cluster/bus.js';
+import { insertRows, OUTBOX_CHANNEL, outboxNotice, writeThenNotify } from '../cluster/bus.js';
 import type { CommandResult, NewCommand } from '../ports.js';
 
 /**
@@ -32,7 +32,8 @@ export type StoredCommand = Pick<CommandOutboxTable, 'tx_id' | 'path' | 'body'>;
  *
  * `sentAt`: the command goes straight to the daemon's connection on this process after the commit
  * (recorded as sent then, so neither a flush nor the scan sends it again before it is due). Else,
- * on PostgreSQL, the same transaction notifies `svc_outbox`, so that the hub process holding the
+ * on PostgreSQL, the same transaction notifies `svc_outbox` (with the command, when it fits: see
+ * bus.ts `outboxNotice`; `from` is the writing process), so that the hub process holding the
  * daemon's connection sends it when the transaction commits.
  */
 export async function enqueueCommand(
@@ -41,7 +42,7 @@ export async function enqueueCommand(
   daemonId: string,
   path: string,
   body: unknown,
-  opts: { sentAt?: number } = {},
+  opts: { sentAt?: number; from?: string } = {},
 ): Promise<NewCommand> {
   const txId = ids.newId();
   const now = ids.now();
@@ -66,7 +67,11 @@ export async function enqueueCommand(
     },
   ]);
   // PostgreSQL: wakes the hub process holding the daemon's connection, at commit (src/hub/cluster/bus.ts).
-  const wake = opts.sentAt === undefined ? [{ channel: OUTBOX_CHANNEL, payload: daemonId }] : [];
+  const notice =
+    opts.from === undefined || !isPostgres(db)
+      ? daemonId
+      : outboxNotice(daemonId, opts.from, { tx_id: txId, path, body: text });
+  const wake = opts.sentAt === undefined ? [{ channel: OUTBOX_CHANNEL, payload: notice }] : [];
   await writeThenNotify(db, [insert], wake);
   return { tx_id: txId, path, body: text, last_sent_at: opts.sentAt ?? null };
 }
@@ -105,6 +110,19 @@ const takePending = prepared(
           .limit(limit),
       )
       .returning(['tx_id', 'path', 'body', 'seq']),
+);
+
+/**
+ * Records a command sent from its notice (connection.ts `sendNoticed`) as sent, unless a delivery
+ * recorded it meanwhile.
+ */
+export const recordNoticedSent = prepared((db: Kysely<DB>, txId: string, at: number) =>
+  db
+    .updateTable('command_outbox')
+    .set((eb) => ({ last_sent_at: at, attempts: eb('attempts', '+', 1) }))
+    .where('tx_id', '=', txId)
+    .where('status', '=', 'pending')
+    .where('last_sent_at', 'is', null),
 );
 
 /**

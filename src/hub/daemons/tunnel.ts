@@ -14,6 +14,7 @@ import {
   flush,
   openConnection,
   pushRealmAcl,
+  sendNoticed,
   sendNow,
   type TunnelDeps,
   TunnelSocket,
@@ -119,7 +120,7 @@ export async function createTunnel(
   }
 
   const busHandlers: BusHandlers = {
-    wake: (daemonId) => tunnel.wake(daemonId),
+    wake: (daemonId, command) => tunnel.wake(daemonId, command),
     message(msg) {
       if (msg.type === 'ack') state.track(ackedElsewhere(msg.tx_id), 'remote ack');
       else if (msg.type === 'watch') state.track(watch(msg.tx_id), 'remote wait');
@@ -224,9 +225,11 @@ export async function createTunnel(
     bus,
     events,
     isConnected: (daemonId) => conns.get(daemonId)?.ready === true,
-    wake(daemonId) {
+    wake(daemonId, command) {
       const conn = conns.get(daemonId);
-      if (conn) flush(state, conn);
+      if (!conn) return;
+      if (command) sendNoticed(state, conn, command);
+      else flush(state, conn);
     },
     canSendNow: (daemonId) => canSendNow(conns.get(daemonId)),
     sendNow(daemonId, commands) {
