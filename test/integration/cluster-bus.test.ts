@@ -39,6 +39,23 @@ describe('two hub processes on one database: the cluster bus', {
     return c;
   };
 
+  /** A pending `hug/deliver` command's outbox row, for this world's daemon. */
+  const pendingRow = (txId: string, body: string, lastSentAt: number | null) => ({
+    tx_id: txId,
+    daemon_id: w.daemonId,
+    path: 'hug/deliver',
+    body,
+    status: 'pending' as const,
+    ack_status: null,
+    reply: null,
+    error: null,
+    created_at: Date.now(),
+    seq: Date.now() * 1000,
+    last_sent_at: lastSentAt,
+    acked_at: null,
+    attempts: 0,
+  });
+
   before(async () => {
     h = await startTestHub({ config: SLOW_SCAN });
     second = await h.startAnother({ config: SLOW_SCAN });
@@ -95,19 +112,7 @@ describe('two hub processes on one database: the cluster bus', {
           trx,
           [
             insertRows(trx as Kysely<DB>, 'command_outbox', [
-              {
-                ...command,
-                daemon_id: w.daemonId,
-                status: 'pending',
-                ack_status: null,
-                reply: null,
-                error: null,
-                created_at: Date.now(),
-                seq: Date.now() * 1000,
-                last_sent_at: Date.now() + 60_000,
-                acked_at: null,
-                attempts: 0,
-              },
+              pendingRow(txId, command.body, Date.now() + 60_000),
             ]),
           ],
           [{ channel: OUTBOX_CHANNEL, payload: outboxNotice(w.daemonId, A().tunnel.instanceId, command) }],
@@ -182,21 +187,7 @@ describe('two hub processes on one database: the cluster bus', {
     const txId = A().newId();
     await A()
       .db.insertInto('command_outbox')
-      .values({
-        tx_id: txId,
-        daemon_id: w.daemonId,
-        path: 'hug/deliver',
-        body: JSON.stringify({ review_id: 'z', message: {}, tx_id: txId }),
-        status: 'pending',
-        ack_status: null,
-        reply: null,
-        error: null,
-        created_at: Date.now(),
-        seq: Date.now() * 1000,
-        last_sent_at: null,
-        acked_at: null,
-        attempts: 0,
-      })
+      .values(pendingRow(txId, JSON.stringify({ review_id: 'z', message: {}, tx_id: txId }), null))
       .execute();
     const down = once(B().tunnel.bus.events, 'disconnected');
     const up = once(B().tunnel.bus.events, 'connected');
