@@ -55,6 +55,16 @@ async function filesUnder(dir: string, prefix = ''): Promise<string[]> {
   return out;
 }
 
+/** Removes `dir` if it is empty or gone (true); false when something is in it. */
+async function removedEmpty(dir: string): Promise<boolean> {
+  try {
+    await rmdir(dir);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+}
+
 /** Removes a folder the agent left: one system call when it is empty, as it usually is by now. */
 async function removeFolder(dir: string): Promise<void> {
   try {
@@ -110,8 +120,12 @@ export class ArtifactUploader {
     return dir;
   }
 
-  /** Moves the files of a phase's folder into the spool, records them, and starts sending. */
+  /**
+   * Moves the files of a phase's folder into the spool, records them, and starts sending. Most
+   * phases leave their folder empty: it is removed first, and listed only when that fails.
+   */
   async collect(runId: string, phase: string, dir: string): Promise<number> {
+    if (await removedEmpty(dir)) return 0;
     const names = await filesUnder(dir);
     if (names.length > 0) await mkdir(this.spool, { recursive: true, mode: 0o700 });
     for (const name of names) {

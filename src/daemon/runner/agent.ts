@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { jsonTextTooDeep } from '../../shared/json-depth.js';
@@ -96,13 +96,12 @@ function agentEnvironment(
   return { ...inherited, ...manifestEnv, ...svc };
 }
 
-/** Removes a file if it is there (one system call; `rmSync` checks first). */
+/**
+ * Removes a file if it is there. It usually is not (one left by an interrupted phase of the same
+ * epoch): a look costs one system call and no error, where a failed `unlink` builds an exception.
+ */
 function removeFile(file: string): void {
-  try {
-    unlinkSync(file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
+  if (existsSync(file)) unlinkSync(file);
 }
 
 /**
@@ -110,6 +109,7 @@ function removeFile(file: string): void {
  * agent's exit: the outputs travel on in the run's reports, and the folder holds every run's.
  */
 function takeOutputs(file: string): string | null {
+  if (!existsSync(file)) return null;
   let text: string | null = null;
   try {
     text = readFileSync(file, 'utf8');
