@@ -75,7 +75,8 @@ describe('migration 0019_runs_partial_indexes', () => {
     if (h.running.hub.dialect !== 'sqlite') return t.skip('query plans of SQLite');
     const reads: [string, string][] = [
       [
-        `select daemon_id, count(*) from runs where daemon_id in (?, ?) and state in ('assigned', 'running') group by daemon_id`,
+        // The runs each daemon that may take a run holds (dispatch.service.ts offerTargetsQuery).
+        `select ti.daemon_id, (select count(*) from runs as h where h.daemon_id = ti.daemon_id and h.state in ('assigned', 'running')) as held from team_installs as ti where ti.team_version_id = ?`,
         'runs_daemon_state',
       ],
       ['select run_id from runs where child_key = ?', 'runs_child_key'],

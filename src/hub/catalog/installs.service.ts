@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
-import type { TeamInstallsTable, TeamVersionsTable } from '../../db/schema.js';
+import type { RunsTable, TeamInstallsTable, TeamVersionsTable } from '../../db/schema.js';
 import type { TeamInstall } from '../../shared/api/daemons.js';
 import type { AgentBundle, TeamInstallCommand, TeamVersionBundle } from '../../shared/protocol-catalog.js';
 import type { Hub } from '../context.js';
@@ -181,11 +181,14 @@ export async function daemonsThatMayRun(
   return (await mayRunQuery(db, run, only)?.execute()) ?? [];
 }
 
-/** The query of `daemonsThatMayRun`, to run with others (src/db/together.ts); null when none may. */
+/**
+ * The query of `daemonsThatMayRun`, to run with others (src/db/together.ts); null when none may.
+ * `countHeldIn`: each row also counts the runs its daemon holds in these states (`held`).
+ */
 export function mayRunQuery(
   db: Kysely<DB>,
   run: RunNeeds,
-  only: { online?: boolean; daemonIds?: string[] } = {},
+  only: { online?: boolean; daemonIds?: string[]; countHeldIn?: readonly RunsTable['state'][] } = {},
 ) {
   if (!run.team_version_id && !run.agent_id) return null;
   if (only.daemonIds?.length === 0) return null;
@@ -220,6 +223,16 @@ export function mayRunQuery(
       q
         .innerJoin('team_versions as tv', 'tv.id', 'ti.team_version_id')
         .where('tv.definition', 'like', `%"agent_id":${JSON.stringify(agentId)}%`),
+    )
+    .$if(only.countHeldIn !== undefined, (q) =>
+      q.select((eb) =>
+        eb
+          .selectFrom('runs as h')
+          .select(eb.fn.countAll<number | string>().as('n'))
+          .whereRef('h.daemon_id', '=', 'ti.daemon_id')
+          .where('h.state', 'in', only.countHeldIn!)
+          .as('held'),
+      ),
     )
     .orderBy('ti.daemon_id');
 }

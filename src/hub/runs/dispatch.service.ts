@@ -6,7 +6,7 @@ import { forbidden, notFound } from '../../shared/errors.js';
 import type { ExecuteRunBody, RunAgentManifest, RunPhase } from '../../shared/protocol.js';
 import type { DaemonActor } from '../access/actor.js';
 import { definitionOfVersion } from '../catalog/catalog.repo.js';
-import { daemonsThatMayRun, type RunNeeds } from '../catalog/installs.service.js';
+import { daemonsThatMayRun, mayRunQuery, type RunNeeds } from '../catalog/installs.service.js';
 import { writeThenNotify } from '../cluster/bus.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
@@ -18,7 +18,7 @@ import { movedBy, transition } from './lifecycle.js';
 import { claimQueueItem, loadQueueItem, newQueueItem, RUN_ITEM_KIND } from './queue.repo.js';
 import { daemonActor, json } from './run.mapper.js';
 import {
-  heldRunsPerDaemon,
+  HELD_STATES,
   loadRun,
   openOffersInRealm,
   queuedInRealm,
@@ -141,7 +141,15 @@ export async function planDispatch(
     const ws = await loadWorkspace(hub, run.workspace_id).catch(() => null);
     return ws ? { workspace: { daemon_id: ws.daemon_id, path: ws.path, leaseMs }, daemons: [] } : null;
   }
-  return offerPlan(hub, hub.db, await daemonsThatMayRun(hub.db, run, { online: true }));
+  return offerPlan(hub, (await offerTargetsQuery(hub.db, run)?.execute()) ?? []);
+}
+
+/**
+ * The online daemons that may take a run, each with the number of runs it holds (for `offerPlan`),
+ * in one statement; null when none may.
+ */
+export function offerTargetsQuery(db: Kysely<DB>, run: RunNeeds) {
+  return mayRunQuery(db, run, { online: true, countHeldIn: HELD_STATES });
 }
 
 /**
@@ -157,29 +165,20 @@ export async function planBeforeWriting(
 }
 
 /**
- * Where to offer a run that the `eligible` daemons may take (`daemonsThatMayRun`, online ones):
- * the least loaded of them, `offerFanout` at most. Null when there is none.
+ * Where to offer a run that the `eligible` daemons may take (`offerTargetsQuery`'s rows): at most
+ * `offerFanout` of them, those holding the fewest runs first (ties in random order, so that equal
+ * daemons share the work): an offer goes to a few daemons, not to every one of a large realm. Null
+ * when there is none.
  */
-export async function offerPlan(
+export function offerPlan(
   hub: Pick<Hub, 'config'>,
-  db: Kysely<DB>,
-  eligible: readonly { daemon_id: string }[],
-): Promise<DispatchPlan | null> {
-  const ids = [...new Set(eligible.map((d) => d.daemon_id))];
-  const daemons = await leastLoaded(db, ids, hub.config.offerFanout);
+  eligible: readonly { daemon_id: string; held?: number | string | null }[],
+): DispatchPlan | null {
+  const held = new Map(eligible.map((d) => [d.daemon_id, Number(d.held ?? 0)]));
+  const keyed = [...held].map(([id, load]) => ({ id, load, tie: Math.random() }));
+  if (keyed.length > hub.config.offerFanout) keyed.sort((a, b) => a.load - b.load || a.tie - b.tie);
+  const daemons = keyed.slice(0, hub.config.offerFanout).map((d) => d.id);
   return daemons.length ? { workspace: null, daemons } : null;
-}
-
-/**
- * At most `n` of the daemons, those holding the fewest runs first (ties in random order, so that
- * equal daemons share the work): an offer goes to a few daemons, not to every one of a large realm.
- */
-async function leastLoaded(db: Kysely<DB>, daemons: string[], n: number): Promise<string[]> {
-  if (daemons.length <= n) return daemons;
-  const held = await heldRunsPerDaemon(db, daemons);
-  const keyed = daemons.map((id) => ({ id, load: held.get(id) ?? 0, tie: Math.random() }));
-  keyed.sort((a, b) => a.load - b.load || a.tie - b.tie);
-  return keyed.slice(0, n).map((d) => d.id);
 }
 
 /** A queued run left waiting for a full concurrency group (concurrency.ts). */

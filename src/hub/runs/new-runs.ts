@@ -2,7 +2,7 @@ import type { RunsTable } from '../../db/schema.js';
 import { together } from '../../db/together.js';
 import type { Actor as HistoryActor } from '../../shared/api/runs.js';
 import { groupCallsPer } from '../../shared/group-calls.js';
-import { mayRunQuery, type RunNeeds } from '../catalog/installs.service.js';
+import type { RunNeeds } from '../catalog/installs.service.js';
 import { insertRows, writeThenNotify } from '../cluster/bus.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
@@ -13,6 +13,7 @@ import {
   offeredAtOnce,
   offerItem,
   offerPlan,
+  offerTargetsQuery,
   type Waiting,
 } from './dispatch.service.js';
 import { addHistories } from './history.repo.js';
@@ -175,7 +176,7 @@ async function insertRuns(
   const needs = new Map<string, RunNeeds>();
   for (const { seed, plan } of runs) if (plan === undefined) needs.set(needsKey(seed), seed);
   const reads = [...needs].flatMap(([key, seed]) => {
-    const q = mayRunQuery(db, seed, { online: true });
+    const q = offerTargetsQuery(db, seed);
     return q ? [{ key, q }] : [];
   });
   const numbers = [...unnamed.values()];
@@ -187,11 +188,11 @@ async function insertRuns(
     n.next = firstRunNumber(rows[i]![0] as { last: number }, n.count);
   });
   const eligible = new Map(
-    reads.map((r, i) => [r.key, rows[numbers.length + i] as { daemon_id: string }[]] as const),
+    reads.map((r, i) => [r.key, rows[numbers.length + i] as { daemon_id: string; held: number }[]] as const),
   );
   const plans: (DispatchPlan | null)[] = [];
   for (const { seed, plan } of runs) {
-    plans.push(plan !== undefined ? plan : await offerPlan(hub, db, eligible.get(needsKey(seed)) ?? []));
+    plans.push(plan !== undefined ? plan : offerPlan(hub, eligible.get(needsKey(seed)) ?? []));
   }
   const queued = runs.map(({ runId, seed }): RunsTable => {
     const { base_name, child_key, groups, queue_timeout_ms, timeout_ms, ...fields } = seed;

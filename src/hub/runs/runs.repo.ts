@@ -56,19 +56,7 @@ export async function insertRunRows(db: Kysely<DB>, rows: readonly RunsTable[], 
 }
 
 /** States in which a daemon holds a run (works on it or is about to). */
-const HELD: readonly RunState[] = ['assigned', 'running', 'awaiting_input'];
-
-/** How many runs each of these daemons holds now (daemons holding none are absent). */
-export async function heldRunsPerDaemon(db: Kysely<DB>, daemonIds: string[]): Promise<Map<string, number>> {
-  const rows = await db
-    .selectFrom('runs')
-    .select((eb) => ['daemon_id', eb.fn.countAll<number | string>().as('n')])
-    .where('daemon_id', 'in', daemonIds)
-    .where('state', 'in', HELD)
-    .groupBy('daemon_id')
-    .execute();
-  return new Map(rows.map((r) => [r.daemon_id as string, Number(r.n)]));
-}
+export const HELD_STATES: readonly RunState[] = ['assigned', 'running', 'awaiting_input'];
 
 /** Moves the row to `to` if it is still in `run.state` with `run.lease_epoch` (and the guard holds). */
 export function moveRow(
