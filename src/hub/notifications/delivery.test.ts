@@ -4,7 +4,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { addOrgUser, createOrgWithOwner, uniq } from '../../../test/helpers/world.js';
-import { recordEvent } from '../events/events.js';
+import { recordEvent, recordEvents } from '../events/events.js';
 import { eventually, type Receiver, startReceiver } from './receiver.test-helper.js';
 import { verifySignature } from './signing.js';
 
@@ -443,5 +443,50 @@ describe('notification delivery', () => {
       .execute();
     const body = JSON.parse(d!.body);
     assert.match(body.text, /Run run-1 ended: succeeded/);
+  });
+
+  it("a run's history events are kept in `events` only when they caused a delivery, which points at them", async () => {
+    const hub = h.running.hub;
+    await h.ok('settings/remove', { key: 'notifications.allow_private_destinations' }); // nothing is sent
+    const ch = await newChannel([{ type: 'webhook', webhook_url: 'https://hooks.example.com/y' }]);
+    await h.ok('realms/new_notification_rule', {
+      realm_id: org.defaultRealmId,
+      event: 'run.lost',
+      channel_ids: [ch.id],
+    });
+    const subject = `run-${uniq()}`;
+    const event = (type: string) => ({
+      type,
+      org_id: org.orgId,
+      realm_id: org.defaultRealmId,
+      subject_id: subject,
+      payload: { state: 'lost' },
+    });
+    await hub.db
+      .transaction()
+      .execute((trx) =>
+        recordEvents(trx, hub, [event('run.lost'), event('run.started')], { onlyDelivered: true }),
+      );
+    const kept = await hub.db
+      .selectFrom('events')
+      .select(['id', 'type'])
+      .where('subject_id', '=', subject)
+      .execute();
+    assert.deepEqual(
+      kept.map((e) => e.type),
+      ['run.lost'],
+    );
+    const [d] = await hub.db
+      .selectFrom('notification_deliveries')
+      .select('event_id')
+      .where('channel_id', '=', ch.id)
+      .execute();
+    assert.equal(d?.event_id, kept[0]!.id);
+    // Other events are all kept, delivered or not.
+    await hub.db.transaction().execute((trx) => recordEvents(trx, hub, [event('run.started')]));
+    assert.equal(
+      (await hub.db.selectFrom('events').select('id').where('subject_id', '=', subject).execute()).length,
+      2,
+    );
   });
 });

@@ -42,16 +42,17 @@ export function envelopeOf(e: RecordedEvent): EventEnvelope {
  * filter on `payload.team_id` / `payload.state`) plus the channels named in `payload.channel_ids`
  * (a run's `notify_channels`), and writes one delivery per (channel, destination). A personal
  * channel hears the organization's events only while its person is a member (or site admin).
+ * Answers the ids of the events that got a delivery.
  */
 export async function enqueueEventDeliveries(
   db: Kysely<DB>,
   ids: EventContext,
   events: readonly RecordedEvent[],
-): Promise<number> {
+): Promise<Set<string>> {
   // Events alike (kind, organization, realm, team, state, named channels) reach the same channels:
   // looked up once for a batch of them.
   const found = new Map<string, NotificationChannelsTable[]>();
-  let n = 0;
+  const delivered = new Set<string>();
   for (const e of events) {
     const key = JSON.stringify([
       e.type,
@@ -68,9 +69,10 @@ export async function enqueueEventDeliveries(
     }
     if (channels.length === 0) continue;
     const env = envelopeOf(e);
-    for (const c of channels) n += await enqueueForChannel(db, ids, c, env, 'event');
+    for (const c of channels)
+      if ((await enqueueForChannel(db, ids, c, env, 'event')) > 0) delivered.add(e.id);
   }
-  return n;
+  return delivered;
 }
 
 /** The enabled channels an event reaches (see enqueueEventDeliveries). */

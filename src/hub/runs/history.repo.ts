@@ -103,6 +103,8 @@ export async function addHistories(
         },
       };
     }),
+    // The history is their record: `events` keeps those that caused a notification.
+    { onlyDelivered: true },
   );
 }
 
