@@ -265,3 +265,43 @@ export async function removeOldArtifacts(
     .executeTakeFirst();
   return { rows: Number(res.numDeletedRows), digests: batch.map((r) => r.sha256) };
 }
+
+/**
+ * Up to `limit` events recorded before `cutoff` that no notification delivery refers to any more
+ * (theirs were removed, or they had none).
+ */
+export async function removeOldEvents(
+  db: Kysely<DB>,
+  dialect: Dialect,
+  cutoff: number,
+  limit: number,
+): Promise<number> {
+  const batch = await skipLocked(
+    db
+      .selectFrom('events')
+      .select('id')
+      .where('created_at', '<', cutoff)
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('notification_deliveries as d')
+              .select('d.id')
+              .whereRef('d.event_id', '=', 'events.id'),
+          ),
+        ),
+      )
+      .orderBy('created_at')
+      .limit(limit),
+    dialect,
+  ).execute();
+  if (batch.length === 0) return 0;
+  const res = await db
+    .deleteFrom('events')
+    .where(
+      'id',
+      'in',
+      batch.map((r) => r.id),
+    )
+    .executeTakeFirst();
+  return Number(res.numDeletedRows);
+}

@@ -6,6 +6,7 @@ import {
   removeAckedCommands,
   removeFinishedDeliveries,
   removeOldArtifacts,
+  removeOldEvents,
   removeOldLogs,
   removeOldRuns,
 } from './retention.repo.js';
@@ -14,8 +15,9 @@ import {
  * Retention (CONTRACT.md §13): the deployment settings `retention.runs_days` and
  * `retention.logs_days` (unset: kept forever) remove terminal runs (with their artifacts), and the
  * logs of kept runs, that ended longer ago than that; `retention.artifacts_days` removes the
- * artifacts of terminal runs saved longer ago (a store file goes with the last row naming it); acknowledged daemon commands and finished notification
- * deliveries go after 7 days. Work goes in batches, each its own short transaction, so no lock is
+ * artifacts of terminal runs saved longer ago (a store file goes with the last row naming it);
+ * acknowledged daemon commands and finished notification deliveries go after 7 days, and events
+ * recorded 7 days ago or more once no delivery refers to them. Work goes in batches, each its own short transaction, so no lock is
  * held for long and other writers interleave.
  */
 
@@ -23,7 +25,7 @@ export const RUNS_DAYS_SETTING = 'retention.runs_days';
 export const LOGS_DAYS_SETTING = 'retention.logs_days';
 export const ARTIFACTS_DAYS_SETTING = 'retention.artifacts_days';
 const DAY_MS = 24 * 60 * 60 * 1000;
-/** Acknowledged commands and finished deliveries are kept this long. */
+/** Acknowledged commands, finished deliveries and the events of none are kept this long. */
 export const OUTBOX_KEEP_MS = 7 * DAY_MS;
 
 /** What one pass removed, by kind (rows), and the text bytes of the log lines removed. */
@@ -34,6 +36,7 @@ export interface Removed {
   reviews: number;
   command_outbox: number;
   notification_deliveries: number;
+  events: number;
   artifacts: number;
   log_bytes: number;
   /** Bytes of the artifact files this process removed from the store. */
@@ -47,6 +50,7 @@ export const emptyRemoved = (): Removed => ({
   reviews: 0,
   command_outbox: 0,
   notification_deliveries: 0,
+  events: 0,
   artifacts: 0,
   log_bytes: 0,
   artifact_bytes: 0,
@@ -129,6 +133,11 @@ export async function retentionPass(
   await drain(hub, opts, async (db) => {
     const n = await removeFinishedDeliveries(db, dialect, now - OUTBOX_KEEP_MS, opts.batch);
     into.notification_deliveries += n;
+    return n;
+  });
+  await drain(hub, opts, async (db) => {
+    const n = await removeOldEvents(db, dialect, now - OUTBOX_KEEP_MS, opts.batch);
+    into.events += n;
     return n;
   });
   return into;

@@ -135,7 +135,14 @@ describe('retention', () => {
   }
 
   const count = async (
-    table: 'runs' | 'run_logs' | 'run_history' | 'reviews' | 'command_outbox' | 'notification_deliveries',
+    table:
+      | 'runs'
+      | 'run_logs'
+      | 'run_history'
+      | 'reviews'
+      | 'command_outbox'
+      | 'notification_deliveries'
+      | 'events',
   ) =>
     Number(
       (
@@ -263,9 +270,29 @@ describe('retention', () => {
       ...Array.from({ length: 20 }, () => delivery('failed', 30)),
       delivery('cancelled', 8),
     ];
+    const pending = delivery('pending', 9);
     await db
       .insertInto('notification_deliveries')
-      .values([...oldDone, delivery('pending', 9), delivery('succeeded', 6)])
+      .values([...oldDone, pending, delivery('succeeded', 6)])
+      .execute();
+    // Events: old ones go once no delivery refers to them (a finished one goes in the same pass);
+    // one a pending delivery refers to stays, however old, and so do recent ones.
+    const event = (eventId: string, daysAgo: number) => ({
+      id: eventId,
+      type: 'run.ended',
+      org_id: w.orgId,
+      realm_id: w.realmId,
+      subject_id: 'r',
+      payload: '{}',
+      created_at: now - daysAgo * DAY,
+    });
+    const oldEvents = [
+      ...Array.from({ length: 50 }, () => event(id('ev'), 8)),
+      event(oldDone[0]!.event_id, 8),
+    ];
+    await db
+      .insertInto('events')
+      .values([...oldEvents, event(pending.event_id, 30), event(id('ev'), 6)])
       .execute();
 
     const before = {
@@ -274,6 +301,7 @@ describe('retention', () => {
       run_history: await count('run_history'),
       command_outbox: await count('command_outbox'),
       notification_deliveries: await count('notification_deliveries'),
+      events: await count('events'),
     };
     await h.ok('settings/set', { key: 'retention.runs_days', value: '30' });
     await h.ok('settings/set', { key: 'retention.logs_days', value: '7' });
@@ -301,6 +329,11 @@ describe('retention', () => {
     assert.equal(sum.log_bytes, 'line'.length * 2 * (removedRuns + prunedLogRuns));
     assert.equal(sum.command_outbox, oldAcked.length);
     assert.equal(sum.notification_deliveries, oldDone.length);
+    assert.equal(sum.events, oldEvents.length);
+    assert.equal(await count('events'), before.events - oldEvents.length);
+    assert.ok(
+      await db.selectFrom('events').select('id').where('id', '=', pending.event_id).executeTakeFirst(),
+    );
 
     assert.equal(await count('runs'), before.runs - removedRuns);
     assert.equal(await count('run_history'), before.run_history - removedRuns);
