@@ -72,6 +72,8 @@ export interface NoticedCommand {
   path: string;
   /** The body as stored (JSON text). */
   body: string;
+  /** When it was written (a connection opened since has it from the outbox). */
+  written_at: number;
 }
 
 /** A command just written to the outbox: its frame's fields, and when it counts as sent (or null). */

@@ -102,7 +102,7 @@ describe('two hub processes on one database: the cluster bus', {
     c.ack(first);
     const txId = A().newId();
     const body = JSON.stringify({ review_id: 'n', message: { n: 2 }, tx_id: txId });
-    const command = { tx_id: txId, path: 'hug/deliver', body };
+    const command = { tx_id: txId, path: 'hug/deliver', body, written_at: Date.now() };
     // Written by A as enqueueCommand writes it, but as if sent a moment ago: a delivery from B's
     // outbox would leave it until its resend is due, so only the notice can bring it at once.
     await A()

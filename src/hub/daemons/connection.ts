@@ -297,14 +297,17 @@ function commandFrame(s: TunnelState, row: StoredCommand, token: string): string
 /**
  * Sends a command another process wrote, from the notice that carried it (cluster/bus.ts): no read
  * of the outbox on its way. Only when the connection has no delivery under way and its token needs
- * no signing (so notices are sent in the order they came, with nothing in between); otherwise the
+ * no signing (so notices are sent in the order they came, with nothing in between), and was open
+ * when the command was written (else its first delivery took it; the writer's clock may differ from
+ * this one's, and a wrong guess costs a read of the outbox or a frame sent twice); otherwise the
  * outbox is delivered as for any wake. The command is recorded as sent right after its frame leaves:
  * should this process die in between, or a delivery read it before, it goes out again, and the
  * daemon answers a repeated tx_id from its store.
  */
 export function sendNoticed(s: TunnelState, conn: Conn, command: NoticedCommand): void {
   const at = s.deps.now();
-  if (!canSendNow(conn) || !conn.token || conn.token.renew_at <= at) {
+  const fresh = command.written_at >= conn.openedAt;
+  if (!fresh || !canSendNow(conn) || !conn.token || conn.token.renew_at <= at) {
     flush(s, conn);
     return;
   }

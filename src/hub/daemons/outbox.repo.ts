@@ -70,7 +70,7 @@ export async function enqueueCommand(
   const notice =
     opts.from === undefined || !isPostgres(db)
       ? daemonId
-      : outboxNotice(daemonId, opts.from, { tx_id: txId, path, body: text });
+      : outboxNotice(daemonId, opts.from, { tx_id: txId, path, body: text, written_at: now });
   const wake = opts.sentAt === undefined ? [{ channel: OUTBOX_CHANNEL, payload: notice }] : [];
   await writeThenNotify(db, [insert], wake);
   return { tx_id: txId, path, body: text, last_sent_at: opts.sentAt ?? null };

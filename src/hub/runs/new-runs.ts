@@ -138,8 +138,8 @@ export async function writeRuns(
     }
     let waiting: Waiting | null = null;
     // Offered as it was written: its queue item and offers. Otherwise dispatched as any queued run.
-    const plan = plans[i]!;
-    if (written[i]!.state === 'offered') await offerItem(tx, written[i]!, plan.daemons);
+    const plan = plans[i] ?? null;
+    if (written[i]!.state === 'offered') await offerItem(tx, written[i]!, plan?.daemons ?? []);
     else if (plan) waiting = await dispatchIn(tx, row, plan);
     out.push({
       row: waiting ? { ...row, waiting_for: JSON.stringify({ ...waiting, group: undefined }) } : row,
