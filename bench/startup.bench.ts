@@ -114,8 +114,8 @@ async function startOnce(args: string[], port: number, env: NodeJS.ProcessEnv): 
   }
 }
 
-/** The built CLI's code cache file (bin/svc.js names it after the Node version and architecture). */
-const CACHE = `${BUILT}.${process.version}-${process.arch}.cache`;
+/** The hub's code cache (bin/svc.js names it after the Node version, the architecture and the command). */
+const CACHE = `${BUILT}.${process.version}-${process.arch}.hub.cache`;
 
 function codeCache(): Buffer | null {
   return existsSync(CACHE) ? readFileSync(CACHE) : null;

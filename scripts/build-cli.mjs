@@ -93,6 +93,9 @@ export async function buildCli(out = OUT) {
   for (const file of result.outputFiles) {
     let text = file.text;
     if (file.path.endsWith('.cjs')) {
+      // ASCII only, so that bin/svc.js reads it as latin1 (a copy) rather than decoding UTF-8 (a
+      // third of the time): esbuild escapes strings and names, the rest are comments of packages.
+      text = text.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
       text = text.replace(
         PLACEHOLDER,
         (_, rel) =>

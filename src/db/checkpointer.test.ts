@@ -25,7 +25,7 @@ describe('WAL checkpoints in a worker thread', () => {
 
   it('copies committed pages into the database file while the writer never checkpoints', async () => {
     const { file, sqlite } = open('moved.db');
-    const checkpointer = startCheckpointer(sqlite, file, 20);
+    const checkpointer = startCheckpointer(sqlite, file, 20, 0);
     try {
       await until('the worker to take over', async () => autocheckpoint(sqlite) === 0);
       const before = statSync(file).size;
@@ -45,9 +45,20 @@ describe('WAL checkpoints in a worker thread', () => {
 
   it('leaves the checkpoints to SQLite when the worker cannot open the database', async () => {
     const { sqlite } = open('kept.db');
-    const checkpointer = startCheckpointer(sqlite, path.join(dir, 'missing.db'), 20);
+    const checkpointer = startCheckpointer(sqlite, path.join(dir, 'missing.db'), 20, 0);
+    // Timers of the same delay fire in order: the worker has been started when this one fires.
+    await new Promise((resolve) => setTimeout(resolve, 0));
     await checkpointer.stop();
     assert.equal(autocheckpoint(sqlite), 1000);
+    sqlite.close();
+  });
+
+  it('starts no worker when stopped before its start', async () => {
+    const { file, sqlite } = open('early.db');
+    const checkpointer = startCheckpointer(sqlite, file, 20, 60_000);
+    await checkpointer.stop();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assert.equal(autocheckpoint(sqlite), 1000, 'SQLite keeps its own checkpoints');
     sqlite.close();
   });
 });

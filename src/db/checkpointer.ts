@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Database as SqliteDatabase } from 'better-sqlite3';
 
 /**
@@ -9,7 +9,8 @@ import type { Database as SqliteDatabase } from 'better-sqlite3';
  * 6.4 ms with it, 0.2 ms without, and its mean halved). Instead, a worker thread with a connection
  * of its own runs a PASSIVE checkpoint (which never blocks the writer) every `everyMs`, and the main
  * connection's automatic checkpoint is off while the worker runs: it stays on until the worker is
- * ready, and comes back on if the worker stops for any reason.
+ * ready, and comes back on if the worker stops for any reason. The worker starts a second after the
+ * database opens, once the process's own start is over.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -35,32 +36,57 @@ export interface Checkpointer {
   stop(): Promise<void>;
 }
 
-export function startCheckpointer(sqlite: SqliteDatabase, file: string, everyMs = 200): Checkpointer {
-  const worker = new Worker(WORKER_SOURCE, {
-    eval: true,
-    workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file, everyMs },
-    // Its own few statements only.
-    resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
-  });
-  worker.unref();
+/** How long after the database opens the worker starts: a process's own start does not share the cores with it. */
+const START_AFTER_MS = 1000;
+
+export function startCheckpointer(
+  sqlite: SqliteDatabase,
+  file: string,
+  everyMs = 200,
+  startAfterMs = START_AFTER_MS,
+): Checkpointer {
+  let worker: Worker | null = null;
+  let stopped = false;
+  let starting: Promise<void> = Promise.resolve();
+  let exited: Promise<void> = Promise.resolve();
   const automatic = (on: boolean) => {
     if (sqlite.open) sqlite.pragma(`wal_autocheckpoint = ${on ? AUTOCHECKPOINT_PAGES : 0}`);
   };
-  let stopping = false;
-  worker.once('message', () => {
-    if (!stopping) automatic(false);
-  });
-  // A worker that fails to start or dies leaves the checkpoints to SQLite again.
-  worker.on('error', () => {});
-  const exited = new Promise<void>((resolve) =>
-    worker.once('exit', () => {
-      automatic(true);
-      resolve();
-    }),
-  );
+  const start = async () => {
+    // Loaded here: worker_threads is not needed before (a few ms of every start).
+    const { Worker } = await import('node:worker_threads');
+    if (stopped) return;
+    const w = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file, everyMs },
+      // Its own few statements only.
+      resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
+    });
+    w.unref();
+    w.once('message', () => {
+      if (!stopped) automatic(false);
+    });
+    // A worker that fails to start or dies leaves the checkpoints to SQLite again.
+    w.on('error', () => {});
+    exited = new Promise<void>((resolve) =>
+      w.once('exit', () => {
+        automatic(true);
+        resolve();
+      }),
+    );
+    worker = w;
+  };
+  // Until then SQLite checkpoints as it does by default.
+  const timer = setTimeout(() => {
+    starting = start();
+  }, startAfterMs);
+  timer.unref();
   return {
     async stop() {
-      stopping = true;
+      stopped = true;
+      clearTimeout(timer);
+      await starting;
+      if (!worker) return;
       // Held while it stops: a process waiting for nothing else would otherwise end first.
       worker.ref();
       worker.postMessage('stop');

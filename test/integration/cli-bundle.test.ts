@@ -16,6 +16,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 describe('the built CLI', () => {
   let out: string;
   let cache: string;
+  let devCache: string;
 
   before(() => {
     // Inside the tree, so that the bundle's packages resolve from node_modules above it.
@@ -27,7 +28,8 @@ describe('the built CLI', () => {
       const r = spawnSync(process.execPath, [path.join(ROOT, 'scripts', script), dir], { encoding: 'utf8' });
       assert.equal(r.status, 0, r.stderr);
     }
-    cache = path.join(out, `cli.cjs.${process.version}-${process.arch}.cache`);
+    cache = path.join(out, `cli.cjs.${process.version}-${process.arch}.cli.cache`);
+    devCache = path.join(out, `cli.cjs.${process.version}-${process.arch}.dev.cache`);
   });
   after(() => rmSync(out, { recursive: true, force: true }));
 
@@ -58,13 +60,17 @@ describe('the built CLI', () => {
       assert.equal(await dev.stop('SIGTERM'), 0, dev.stderr());
     }
 
-    // The hub and daemon's run left the code it compiled; a shorter command uses it and keeps it.
-    const kept = statSync(cache);
+    // The hub and daemon's run left the code it compiled, for the servers' next start; `runs start`
+    // left one of the other commands', which a shorter command uses and keeps.
+    const kept = statSync(devCache);
     assert.ok(kept.size > 100_000, `a cache of ${kept.size} bytes`);
+    const commands = statSync(cache);
+    assert.ok(commands.size < kept.size, `${commands.size} bytes for runs start, ${kept.size} for dev`);
     const help = await runCli(['--help'], { env: { SVC_CLI_DIST: out } });
     assert.equal(help.code, 0, help.stderr);
     assert.match(help.stdout, /Servers:\n\s+daemon\s/);
-    assert.equal(statSync(cache).mtimeMs, kept.mtimeMs);
+    assert.equal(statSync(cache).mtimeMs, commands.mtimeMs);
+    assert.equal(statSync(devCache).mtimeMs, kept.mtimeMs);
 
     // A cache V8 refuses (another build, or damaged) is replaced, and the command runs all the same.
     writeFileSync(cache, 'not compiled code');
