@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
+import { sendFrameTogether } from '../shared/frames-together.js';
 import type { Clock } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
 import {
@@ -135,7 +136,7 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
         else resolve(r);
       };
       this.calls.set(id, { ws: session.ws, resolve: settle, reject: settle });
-      session.ws.send(JSON.stringify(frame));
+      sendFrameTogether(session.ws, JSON.stringify(frame));
     });
   }
 
@@ -322,7 +323,7 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
 
   private send(ws: WebSocket, frame: AckFrame): boolean {
     if (ws.readyState !== WebSocket.OPEN) return false;
-    ws.send(JSON.stringify(frame));
+    sendFrameTogether(ws, JSON.stringify(frame));
     return true;
   }
 
