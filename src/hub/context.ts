@@ -99,6 +99,12 @@ export interface HubConfig {
    * often at the least, in case a notification was lost.
    */
   streamPollMs: number;
+  /**
+   * After a step, an event stream waits at least this long before the next one: the changes made
+   * meanwhile are read and sent together (a busy realm costs each open stream a read per batch, not
+   * per commit).
+   */
+  streamBatchMs: number;
   /** Dispatch tokens live this long (at most 5 minutes). */
   dispatchTokenTtlMs: number;
   /** The run lease sweeper runs this often. */
@@ -159,6 +165,7 @@ export const DEFAULT_HUB_CONFIG: HubConfig = {
   outboxScanMs: 2_000,
   outboxResendMs: 30_000,
   streamPollMs: 2_000,
+  streamBatchMs: 10,
   dispatchTokenTtlMs: 5 * 60 * 1000,
   runSweepMs: 1_000,
   runRedispatchMs: 5_000,

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { CompiledQuery } from 'kysely';
 import { post, type TestHub } from '../../../test/helpers/hub.js';
@@ -244,5 +245,39 @@ describe('live updates: run and realm event streams', () => {
     await following.catch(() => {});
     assert.ok(seen.some((x) => x.run_id === slow.runId));
     await slow.report('succeeded');
+  });
+});
+
+describe('live updates: changes close together are sent together', () => {
+  let h: TestHub;
+  let w: World;
+  before(async () => {
+    // A stream steps at most every 1.5 s here, and only a change wakes it.
+    ({ h, w } = await hubWithTeam('solo', { config: { streamPollMs: 3_600_000, streamBatchMs: 1_500 } }));
+  });
+  after(() => h.close());
+
+  it('a realm stream reads and sends the changes made within its batch time in one write', async () => {
+    const chunks: string[] = [];
+    const url = new URL(`${h.url}/v1/realms/${w.realmId}/events`);
+    const req = http.get(url, { headers: { authorization: `Bearer ${w.tokens.realm_member}` } });
+    const [res] = (await once(req, 'response')) as [http.IncomingMessage];
+    assert.equal(res.statusCode, 200);
+    res.setEncoding('utf8');
+    // The stream's first step ran when it opened; three runs queued now, each in a commit of its
+    // own, wake it three times within its batch time.
+    const runIds: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      runIds.push(
+        (await h.ok('runs/new', { realm_id: w.realmId, team: 'solo' }, w.tokens.realm_member)).data.run_id,
+      );
+    }
+    const seen = (id: string) => chunks.some((c) => c.includes(`"run_id":"${id}"`));
+    for await (const chunk of res) {
+      if ((chunk as string).includes('event: state')) chunks.push(chunk as string);
+      if (runIds.every(seen)) break;
+    }
+    req.destroy();
+    assert.equal(chunks.length, 1, `the states came in ${chunks.length} writes`);
   });
 });

@@ -20,7 +20,7 @@ import { loadRun, loadRuns } from './runs.repo.js';
  *   GET /v1/realms/<realm_id>/events — `state` of every run of the realm that changes
  * Each stream reads the database when its run (or realm) changes, on whichever hub process the change
  * was made (`runFeed`, src/hub/cluster/bus.ts), and at least every `streamPollMs` in case a notification was
- * lost; it sends only what is new. Event ids are cursors: a client that reconnects with
+ * lost; it sends only what is new, and the changes of `streamBatchMs` after a step together. Event ids are cursors: a client that reconnects with
  * `Last-Event-ID` gets what came after, without gaps or repeats.
  */
 
@@ -44,12 +44,13 @@ function decodeRunCursor(id: string | undefined): RunCursor {
 export function registerRunStreams(app: FastifyInstance, hub: Hub): void {
   // Streams that are open, ended when the hub closes.
   const open = new Set<Stream>();
+  const timing = { pollMs: hub.config.streamPollMs, batchMs: hub.config.streamBatchMs };
   app.get('/v1/runs/:run_id/events', async (req, reply) => {
     const { run_id } = parse(runParams, req.params);
     const actor = await authenticate(hub, req.headers.authorization);
     await visibleRun(hub, actor, run_id, 'runs.view');
     let cursor = decodeRunCursor(lastEventId(req));
-    const s = start(reply, req, { open, pollMs: hub.config.streamPollMs }, (_realm, run) => run === run_id);
+    const s = start(reply, req, { open, ...timing }, (_realm, run) => run === run_id);
     let sent = '';
     await s.loop(async () => {
       const history = await historyAfter(hub.db, run_id, cursor.history, BATCH);
@@ -89,7 +90,7 @@ export function registerRunStreams(app: FastifyInstance, hub: Hub): void {
       settleMs: isPostgres(hub.db) ? SETTLE_MS : 0,
       from: given ?? hub.newId(),
     });
-    const s = start(reply, req, { open, pollMs: hub.config.streamPollMs }, (realm) => realm === realm_id);
+    const s = start(reply, req, { open, ...timing }, (realm) => realm === realm_id);
     await s.loop(async () => {
       const fresh = await changes.next();
       // A look that read only past the newest entry may have left a late one below it: look again soon.
@@ -140,10 +141,10 @@ interface Stream {
 function start(
   reply: FastifyReply,
   req: FastifyRequest,
-  streams: { open: Set<Stream>; pollMs: number },
+  streams: { open: Set<Stream>; pollMs: number; batchMs: number },
   concerns: (realmId: string, runId: string) => boolean,
 ): Stream {
-  const { open, pollMs } = streams;
+  const { open, pollMs, batchMs } = streams;
   reply.hijack();
   const res: ServerResponse = reply.raw;
   res.writeHead(200, {
@@ -155,6 +156,8 @@ function start(
   res.write(`retry: 1000\n\n`);
   let ended = false;
   let wake: (() => void) | null = null;
+  /** Ends a pause between two steps (only the stream's end does). */
+  let stopPause: (() => void) | null = null;
   let soon: number | null = null;
   // A change that arrives while a step runs makes the next step start at once.
   let changed = false;
@@ -182,6 +185,7 @@ function start(
       try {
         while (!ended) {
           changed = false;
+          const steppedAt = Date.now();
           const more = await step();
           flush();
           if (!more) break;
@@ -190,16 +194,29 @@ function start(
             quietSince = Date.now();
           }
           if (ended) break;
-          if (changed) continue;
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, soon ?? pollMs);
-            soon = null;
-            wake = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
-          wake = null;
+          if (!changed) {
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, soon ?? pollMs);
+              soon = null;
+              wake = () => {
+                clearTimeout(timer);
+                resolve();
+              };
+            });
+            wake = null;
+          }
+          // The changes of the next `batchMs` after a step are read together.
+          const pause = steppedAt + batchMs - Date.now();
+          if (pause > 0 && !ended) {
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, pause);
+              stopPause = () => {
+                clearTimeout(timer);
+                resolve();
+              };
+            });
+            stopPause = null;
+          }
         }
       } catch (err) {
         req.log.error({ err, url: req.url, reqId: req.id }, 'event stream failed');
@@ -213,6 +230,7 @@ function start(
       runFeed.off('change', onChange);
       open.delete(stream);
       wake?.();
+      stopPause?.();
       res.end();
     },
   };
