@@ -243,7 +243,7 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
     }
   });
 
-  it('prepares a statement by name once it recurs, alone or in a pipeline, and never one with a * result', async () => {
+  it('prepares a statement by name once it recurs, alone or in a pipeline, and never one with a * result (count(*) is none)', async () => {
     const prepared = async (c: { query: (t: string, v?: unknown[]) => Promise<pg.QueryResult> }) =>
       (await c.query('select statement from pg_prepared_statements order by statement')).rows.map(
         (r: { statement: string }) => r.statement,
@@ -252,10 +252,12 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
     const tag = randomBytes(4).toString('hex');
     const insert = `insert into t values ($1, $2, $3) -- ${tag}`;
     const starred = `select * from t where id = $1 -- ${tag}`;
+    const counted = `select id, (select count(*) from t) as n from t where id = $1 -- ${tag}`;
     await withClient(async (c) => {
       for (let i = 0; i < 4; i++) {
         await c.query(insert, [i, 'one', i]);
         assert.equal((await c.query(starred, [i])).rows[0].v, 'one');
+        assert.equal((await c.query(counted, [i])).rows[0].id, i);
       }
       // In pipelines: with a transaction's first statement and with its commit.
       for (let i = 4; i < 8; i++) {
@@ -267,7 +269,7 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
       const names = await prepared(c);
       assert.deepEqual(
         names.filter((t) => t.includes(tag)),
-        [`${WITH_COMMIT}${insert}`, insert].sort(),
+        [`${WITH_COMMIT}${insert}`, counted, insert].sort(),
         'each recurring text is prepared once on the connection',
       );
       assert.ok(!names.includes(starred), 'a * result is never prepared');

@@ -57,7 +57,7 @@ const MAX_TEXTS = 2_000;
 function recurringName(text: string): string | undefined {
   const known = recurring.get(text);
   if (known) return known;
-  if (STAR.test(text)) return undefined;
+  if (STAR.test(text.replaceAll('count(*)', ''))) return undefined;
   if (!seen.has(text)) {
     if (seen.size >= MAX_TEXTS) seen.clear();
     seen.add(text);
@@ -69,7 +69,7 @@ function recurringName(text: string): string | undefined {
   return name;
 }
 
-/** A `*` in a result: `select *`, `returning *`, `"t".*`. */
+/** A `*` in a result: `select *`, `returning *`, `"t".*` (`count(*)` is taken out before). */
 const STAR = /(?:^|[\s,(])(?:"[^"]*"\.)?\*(?=[\s,)]|$)/;
 
 /** The pieces of `pg` this module uses, given by the caller (the driver is loaded lazily). */

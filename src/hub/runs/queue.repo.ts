@@ -2,6 +2,7 @@ import { type Kysely, type QueryCreator, sql } from 'kysely';
 import { type DB, isPostgres, updateOne } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { Write } from '../cluster/bus.js';
+import { RUN_COLUMNS } from './run-read.repo.js';
 import { assignOfferedRun, runOfQueueItem } from './runs.repo.js';
 
 /**
@@ -46,13 +47,15 @@ export async function claimQueueItem(
   now: number,
   assign: { lease_expires_at: number },
 ): Promise<{ run: RunsTable | undefined; assigned: boolean } | null> {
+  // The states it looks for are constants of the statement, not parameters: PostgreSQL then plans
+  // the prepared claim once (a generic plan as good as one made for each call) instead of each time.
   const claim = (q: QueryCreator<DB>) =>
     q
       .updateTable('queue_items')
       .set({ status: 'claimed', claimed_by: daemon.id, claimed_at: now })
       .where('id', '=', itemId)
       .where('realm_id', '=', daemon.realm_id)
-      .where('status', '=', 'offered');
+      .where('status', '=', sql.lit('offered'));
   if (!isPostgres(db)) {
     if (!(await updateOne(claim(db)))) return null;
     return { run: await runOfQueueItem(db, itemId), assigned: false };
@@ -67,7 +70,7 @@ export async function claimQueueItem(
     )
     .selectFrom('c')
     .leftJoin('a', (j) => j.onTrue())
-    .selectAll('a')
+    .select(RUN_COLUMNS.map((c) => `a.${c}` as const))
     .select('c.id as claimed_item')
     .executeTakeFirst();
   if (!won) return null;

@@ -11,7 +11,7 @@ import { type DB, updateOne } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
 import { decodeCursor } from '../http/paging.js';
-import { loadRun, loadRuns } from './run-read.repo.js';
+import { loadRun, loadRuns, RUN_COLUMNS } from './run-read.repo.js';
 
 /**
  * Runs: every query on the `runs` table, one named function each. A row's state changes only
@@ -89,12 +89,15 @@ export function assignOfferedRun(
   daemonId: string,
   set: Pick<RunChanges, 'lease_expires_at' | 'updated_at'>,
 ) {
-  return q
-    .updateTable('runs')
-    .set({ ...set, state: 'assigned', daemon_id: daemonId, lease_epoch: sql<number>`lease_epoch + 1` })
-    .where('queue_item_id', '=', itemId)
-    .where('state', '=', 'offered')
-    .returningAll();
+  return (
+    q
+      .updateTable('runs')
+      .set({ ...set, state: 'assigned', daemon_id: daemonId, lease_epoch: sql<number>`lease_epoch + 1` })
+      .where('queue_item_id', '=', itemId)
+      .where('state', '=', sql.lit('offered'))
+      // Named columns, not `*`: the claim's statement is prepared on PostgreSQL (src/db/pg-client.ts).
+      .returning(RUN_COLUMNS)
+  );
 }
 
 /** Changes columns of a run still in its state with its lease epoch (never the state). */
