@@ -1,6 +1,5 @@
 import { EventEmitter } from 'node:events';
 import WebSocket from 'ws';
-import { sendFrameTogether } from '../shared/frames-together.js';
 import type { Clock } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
 import {
@@ -136,7 +135,7 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
         else resolve(r);
       };
       this.calls.set(id, { ws: session.ws, resolve: settle, reject: settle });
-      sendFrameTogether(session.ws, JSON.stringify(frame));
+      session.ws.send(JSON.stringify(frame));
     });
   }
 
@@ -323,7 +322,7 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
 
   private send(ws: WebSocket, frame: AckFrame): boolean {
     if (ws.readyState !== WebSocket.OPEN) return false;
-    sendFrameTogether(ws, JSON.stringify(frame));
+    ws.send(JSON.stringify(frame));
     return true;
   }
 

@@ -1,6 +1,5 @@
 import type { EventEmitter } from 'node:events';
 import { type RawData, WebSocket } from 'ws';
-import { sendFrameTogether } from '../../shared/frames-together.js';
 import { jsonTextTooDeep, tooDeepMessage } from '../../shared/json-depth.js';
 import type {
   AckFrame,
@@ -109,7 +108,7 @@ const BATCH = 200;
 export const TOUCH_EVERY_MS = 5_000;
 
 export function sendFrame(conn: Conn, frame: HelloFrame | AclFrame | string): void {
-  sendFrameTogether(conn.ws, typeof frame === 'string' ? frame : JSON.stringify(frame));
+  conn.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
 }
 
 /**
@@ -415,7 +414,7 @@ async function answerCall(s: TunnelState, conn: Conn, call: CallFrame): Promise<
     conn.socket.remoteAddress ?? '',
   );
   const reply: ReplyFrame = { type: 'reply', id: call.id, status, body };
-  if (!conn.closed) sendFrameTogether(conn.ws, JSON.stringify(reply));
+  if (!conn.closed) conn.ws.send(JSON.stringify(reply));
 }
 
 function onPong(s: TunnelState, conn: Conn): void {
