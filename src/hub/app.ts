@@ -13,7 +13,6 @@ import type { Hub } from './context.js';
 import { errorBody, statusOf, toAppError } from './http/errors.js';
 import { BODY_LIMIT } from './http/limits.js';
 import type { Op } from './http/op.js';
-import { openApiDocument } from './openapi.js';
 import type { OpCaller, PasswordGateStats } from './ports.js';
 
 export interface AppOptions {
@@ -111,9 +110,11 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
     for (const more of opts.metrics ?? []) lines.push(...more());
     return reply.type('text/plain; version=0.0.4').send(`${lines.join('\n')}\n`);
   });
-  // Made at the first request, not at start: it walks every operation's schemas.
+  // Made at the first request, not at start: it walks every operation's schemas, and its module
+  // (with every reply's schema, src/shared/api/operations.ts) loads then too.
   let openapi: Record<string, unknown> | null = null;
   app.get('/openapi.json', async () => {
+    const { openApiDocument } = await import('./openapi.js');
     openapi ??= openApiDocument(ops, opts.version ?? '0.1.0');
     return openapi;
   });
