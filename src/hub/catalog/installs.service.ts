@@ -194,54 +194,53 @@ export function mayRunQuery(
   if (only.daemonIds?.length === 0) return null;
   const rootRunId = run.root_run_id;
   const agentId = run.agent_id;
-  return (
-    db
-      .selectFrom('team_installs as ti')
-      .innerJoin('daemons as d', 'd.id', 'ti.daemon_id')
-      .select(['ti.daemon_id', 'ti.team_id'])
-      .distinct()
-      .where('ti.realm_id', '=', run.realm_id)
-      // Constants, not parameters: PostgreSQL plans the prepared statement once (see queue.repo.ts).
-      .where('ti.status', '=', sql.lit('installed'))
-      .where('d.realm_id', '=', run.realm_id)
-      .where('d.revoked_at', 'is', null)
-      .$if(only.online === true, (q) => q.where('d.status', '=', sql.lit('online')))
-      .$if(only.daemonIds !== undefined, (q) => q.where('ti.daemon_id', 'in', only.daemonIds!))
-      .$if(run.team_version_id !== null, (q) =>
-        q.where((eb) =>
-          rootRunId
-            ? eb.or([
-                eb('ti.team_version_id', '=', run.team_version_id!),
-                eb(
-                  'ti.team_version_id',
-                  '=',
-                  eb.selectFrom('runs').select('team_version_id').where('run_id', '=', rootRunId),
-                ),
-              ])
-            : eb('ti.team_version_id', '=', run.team_version_id!),
-        ),
-      )
-      .$if(run.team_version_id === null && agentId !== null, (q) =>
-        q
-          .innerJoin('team_versions as tv', 'tv.id', 'ti.team_version_id')
-          .where('tv.definition', 'like', `%"agent_id":${JSON.stringify(agentId)}%`),
-      )
-      .$if(only.countHeldIn !== undefined, (q) =>
-        q.select((eb) =>
-          eb
-            .selectFrom('runs as h')
-            .select(eb.fn.countAll<number | string>().as('n'))
-            .whereRef('h.daemon_id', '=', 'ti.daemon_id')
-            .where(
-              'h.state',
-              'in',
-              only.countHeldIn!.map((state) => sql.lit(state)),
-            )
-            .as('held'),
-        ),
-      )
-      .orderBy('ti.daemon_id')
-  );
+  // The states are constants of the statement, not parameters: PostgreSQL plans it once as a
+  // prepared statement (a generic plan as good as one made per call; see queue.repo.ts).
+  return db
+    .selectFrom('team_installs as ti')
+    .innerJoin('daemons as d', 'd.id', 'ti.daemon_id')
+    .select(['ti.daemon_id', 'ti.team_id'])
+    .distinct()
+    .where('ti.realm_id', '=', run.realm_id)
+    .where('ti.status', '=', sql.lit('installed'))
+    .where('d.realm_id', '=', run.realm_id)
+    .where('d.revoked_at', 'is', null)
+    .$if(only.online === true, (q) => q.where('d.status', '=', sql.lit('online')))
+    .$if(only.daemonIds !== undefined, (q) => q.where('ti.daemon_id', 'in', only.daemonIds!))
+    .$if(run.team_version_id !== null, (q) =>
+      q.where((eb) =>
+        rootRunId
+          ? eb.or([
+              eb('ti.team_version_id', '=', run.team_version_id!),
+              eb(
+                'ti.team_version_id',
+                '=',
+                eb.selectFrom('runs').select('team_version_id').where('run_id', '=', rootRunId),
+              ),
+            ])
+          : eb('ti.team_version_id', '=', run.team_version_id!),
+      ),
+    )
+    .$if(run.team_version_id === null && agentId !== null, (q) =>
+      q
+        .innerJoin('team_versions as tv', 'tv.id', 'ti.team_version_id')
+        .where('tv.definition', 'like', `%"agent_id":${JSON.stringify(agentId)}%`),
+    )
+    .$if(only.countHeldIn !== undefined, (q) =>
+      q.select((eb) =>
+        eb
+          .selectFrom('runs as h')
+          .select(eb.fn.countAll<number | string>().as('n'))
+          .whereRef('h.daemon_id', '=', 'ti.daemon_id')
+          .where(
+            'h.state',
+            'in',
+            only.countHeldIn!.map((state) => sql.lit(state)),
+          )
+          .as('held'),
+      ),
+    )
+    .orderBy('ti.daemon_id');
 }
 
 /**

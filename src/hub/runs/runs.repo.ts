@@ -89,15 +89,14 @@ export function assignOfferedRun(
   daemonId: string,
   set: Pick<RunChanges, 'lease_expires_at' | 'updated_at'>,
 ) {
-  return (
-    q
-      .updateTable('runs')
-      .set({ ...set, state: 'assigned', daemon_id: daemonId, lease_epoch: sql<number>`lease_epoch + 1` })
-      .where('queue_item_id', '=', itemId)
-      .where('state', '=', sql.lit('offered'))
-      // Named columns, not `*`: the claim's statement is prepared on PostgreSQL (src/db/pg-client.ts).
-      .returning(RUN_COLUMNS)
-  );
+  // Named columns, not `*`, and the state a constant: the claim's statement is prepared on
+  // PostgreSQL (src/db/pg-client.ts) and planned once.
+  return q
+    .updateTable('runs')
+    .set({ ...set, state: 'assigned', daemon_id: daemonId, lease_epoch: sql<number>`lease_epoch + 1` })
+    .where('queue_item_id', '=', itemId)
+    .where('state', '=', sql.lit('offered'))
+    .returning(RUN_COLUMNS);
 }
 
 /** Changes columns of a run still in its state with its lease epoch (never the state). */

@@ -19,9 +19,10 @@ import { loadRun, loadRuns } from './runs.repo.js';
  *   GET /v1/runs/<run_id>/events     — `state` (the Run), `history` (one entry), `log` (one line)
  *   GET /v1/realms/<realm_id>/events — `state` of every run of the realm that changes
  * Each stream reads the database when its run (or realm) changes, on whichever hub process the change
- * was made (`runFeed`, src/hub/cluster/bus.ts), and at least every `streamPollMs` in case a notification was
- * lost; it sends only what is new, and the changes of `streamBatchMs` after a step together. Event ids are cursors: a client that reconnects with
- * `Last-Event-ID` gets what came after, without gaps or repeats.
+ * was made (`runFeed`, src/hub/cluster/bus.ts), and at least every `streamPollMs` in case a
+ * notification was lost; it sends only what is new, and the changes of the `streamBatchMs` after a
+ * step together. Event ids are cursors: a client that reconnects with `Last-Event-ID` gets what came
+ * after, without gaps or repeats.
  */
 
 const KEEPALIVE_MS = 15_000;
