@@ -31,6 +31,28 @@ describe('hub configuration', () => {
     });
   }
 
+  const databases: [string, boolean][] = [
+    ['postgres://u@127.0.0.1:5432/db', true],
+    ['postgresql://u@127.0.0.1/db', true],
+    ['/var/lib/svc/hub.db', true],
+    ['hub.db', true],
+    ['sqlite:///var/lib/svc/hub.db', false],
+    ['file:///var/lib/svc/hub.db', false],
+    ['mysql://u@host/db', false],
+  ];
+  for (const [value, accepted] of databases) {
+    it(`SVC_DATABASE_URL ${value} is ${accepted ? 'accepted' : 'refused, naming the variable'}`, () => {
+      const { config, errors } = validateHubConfig({ SVC_DATABASE_URL: value });
+      if (accepted) {
+        assert.deepEqual(errors, []);
+        assert.equal(config?.databaseUrl, value);
+      } else {
+        assert.equal(config, null);
+        assert.match(errors[0]!, /^SVC_DATABASE_URL: a postgres:\/\/ URL, or the path of a SQLite file/);
+      }
+    });
+  }
+
   it('without SVC_ADMIN_TOKEN the hub starts with no configured admin token', () => {
     const { config, errors } = validateHubConfig({});
     assert.deepEqual(errors, []);

@@ -14,7 +14,15 @@ const HubEnv = z.object({
   SVC_HOME: z.string().min(1).default('./.svc'),
   SVC_HUB_HOST: z.string().min(1).default('127.0.0.1'),
   SVC_HUB_PORT: z.coerce.number().int().min(0).max(65535).default(4800),
-  SVC_DATABASE_URL: z.string().min(1).optional(),
+  SVC_DATABASE_URL: z
+    .string()
+    .min(1)
+    // Any other URL (sqlite://…, file://…) would be taken for a file path and make folders named
+    // after it: refused instead.
+    .refine((v) => /^postgres(ql)?:\/\//.test(v) || !/^[a-z][a-z0-9+.-]*:\/\//i.test(v), {
+      message: 'a postgres:// URL, or the path of a SQLite file (other URLs are not read)',
+    })
+    .optional(),
   SVC_DB_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
   // Trimmed (a secret file ends with a newline); the value itself never appears in a message.
   SVC_ADMIN_TOKEN: z
