@@ -45,9 +45,10 @@ function cacheKind(args) {
 
 /**
  * Runs a CommonJS file as `require` would, with its compiled code cached beside it. The build writes
- * it in ASCII (scripts/build-cli.mjs), which latin1 reads as a plain copy: a third of UTF-8's time. The cache starts
- * with the file's identity (inode, size, modification time in ns): V8 itself checks only the source's
- * length, so a rebuilt or edited bundle of the same length would otherwise run the old code.
+ * it in ASCII (scripts/build-cli.mjs), which latin1 reads as a plain copy: a third of UTF-8's time.
+ * The cache starts with the file's identity (inode, size, modification time in ns): V8 itself checks
+ * only the source's length, so a rebuilt or edited bundle of the same length would otherwise run the
+ * old code.
  */
 function runCached(file) {
   const cacheFile = `${file}.${process.version}-${process.arch}.${cacheKind(process.argv.slice(2))}.cache`;

@@ -66,12 +66,8 @@ export type OpCaller = (
   ip: string,
 ) => Promise<{ status: number; body: unknown }>;
 
-/** A command as a notice of the cluster bus carries it: its frame's fields. */
-export interface NoticedCommand {
-  tx_id: string;
-  path: string;
-  /** The body as stored (JSON text). */
-  body: string;
+/** A command as a notice of the cluster bus carries it: its frame's fields (see NewCommand). */
+export interface NoticedCommand extends Pick<NewCommand, 'tx_id' | 'path' | 'body'> {
   /** When it was written (a connection opened since has it from the outbox). */
   written_at: number;
 }

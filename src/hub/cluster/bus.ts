@@ -31,6 +31,8 @@ import type { BusEventMap, BusHandlers, BusMessage, ClusterBus, NoticedCommand }
  */
 
 export const OUTBOX_CHANNEL = 'svc_outbox';
+export const HUB_CHANNEL = 'svc_hub';
+export const RUNS_CHANNEL = 'svc_runs';
 
 /**
  * The largest notice that carries its command (PostgreSQL takes payloads under 8,000 bytes); a
@@ -46,8 +48,6 @@ export function outboxNotice(daemonId: string, from: string, command: NoticedCom
   const full = JSON.stringify({ daemon_id: daemonId, from, command });
   return Buffer.byteLength(full) <= NOTICE_MAX_BYTES ? full : daemonId;
 }
-export const HUB_CHANNEL = 'svc_hub';
-export const RUNS_CHANNEL = 'svc_runs';
 
 /**
  * Changes of runs in this process's database (`change`: realm id, run id), heard by the event

@@ -95,11 +95,17 @@ export interface Conn {
  * replay them over HTTP), not signed again for every frame.
  */
 async function commandToken(s: TunnelState, conn: Conn, at: number): Promise<string> {
-  if (conn.token && conn.token.renew_at > at) return conn.token.token;
+  const kept = keptToken(conn, at);
+  if (kept) return kept;
   const ttl = s.deps.config.dispatchTokenTtlMs;
   const signed = await signDispatch(s.keys, conn.daemonId, at, ttl);
   conn.token = { ...signed, renew_at: at + ttl / 2 };
   return signed.token;
+}
+
+/** The connection's signed token while it needs no renewal at `at`, else null. */
+function keptToken(conn: Conn, at: number): string | null {
+  return conn.token && conn.token.renew_at > at ? conn.token.token : null;
 }
 
 /** Commands read from the outbox per query when delivering. */
@@ -306,12 +312,12 @@ function commandFrame(s: TunnelState, row: StoredCommand, token: string): string
  */
 export function sendNoticed(s: TunnelState, conn: Conn, command: NoticedCommand): void {
   const at = s.deps.now();
-  const fresh = command.written_at >= conn.openedAt;
-  if (!fresh || !canSendNow(conn) || !conn.token || conn.token.renew_at <= at) {
+  const token = keptToken(conn, at);
+  if (command.written_at < conn.openedAt || !canSendNow(conn) || !token) {
     flush(s, conn);
     return;
   }
-  sendFrame(conn, commandFrame(s, command, conn.token.token));
+  sendFrame(conn, commandFrame(s, command, token));
   s.track(recordNoticedSent(s.deps.db, command.tx_id, at), 'recording a noticed command as sent');
 }
 

@@ -67,11 +67,11 @@ export async function enqueueCommand(
     },
   ]);
   // PostgreSQL: wakes the hub process holding the daemon's connection, at commit (src/hub/cluster/bus.ts).
-  const notice =
+  const notice = () =>
     opts.from === undefined || !isPostgres(db)
       ? daemonId
       : outboxNotice(daemonId, opts.from, { tx_id: txId, path, body: text, written_at: now });
-  const wake = opts.sentAt === undefined ? [{ channel: OUTBOX_CHANNEL, payload: notice }] : [];
+  const wake = opts.sentAt === undefined ? [{ channel: OUTBOX_CHANNEL, payload: notice() }] : [];
   await writeThenNotify(db, [insert], wake);
   return { tx_id: txId, path, body: text, last_sent_at: opts.sentAt ?? null };
 }
