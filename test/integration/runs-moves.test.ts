@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { reportRun } from '../../src/hub/runs/daemon.service.js';
+import { claimRun } from '../../src/hub/runs/dispatch.service.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { agentDir, registerAgent, registerTeam } from '../helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../helpers/tunnel-client.js';
@@ -273,6 +274,48 @@ describe('run state moves and fencing', () => {
       runs.map(async (r) => (await h.ok('runs/get_by_id', { run_id: r.runId })).data.state),
     );
     assert.deepEqual(states, ['running', 'assigned', 'running']);
+  });
+
+  it('claims made together are decided together, and one that cannot be handed over fails alone', async () => {
+    const hub = h.running.hub;
+    const actor = await daemonActor();
+    const offered: { runId: string; itemId: string }[] = [];
+    for (let i = 0; i < 3; i++) {
+      const run = (await h.ok('runs/new', { realm_id: w.realmId, team: 'solo' }, w.tokens.realm_member)).data;
+      const offer = await t.next('command');
+      t.ack(offer.tx_id, { reply: { claimed: true } });
+      offered.push({ runId: run.run_id, itemId: (offer.body as { queue_item_id: string }).queue_item_id });
+    }
+    // The second run's `runs/execute` cannot be built: its claim fails, in a group with the others.
+    const { definition } = hub.catalog;
+    hub.catalog.definition = (db, orgId, run) =>
+      'run_id' in run && run.run_id === offered[1]!.runId
+        ? Promise.reject(new Error('definition unavailable'))
+        : definition(db, orgId, run);
+    const claim = (o: { itemId: string }) =>
+      claimRun(hub, actor, { queue_item_id: o.itemId, daemon_id: w.daemonId });
+    let replies: PromiseSettledResult<Awaited<ReturnType<typeof claim>>>[];
+    try {
+      replies = await Promise.allSettled(offered.map(claim));
+    } finally {
+      hub.catalog.definition = definition;
+    }
+    assert.deepEqual(
+      replies.map((r) => (r.status === 'fulfilled' ? r.value.run?.run_id : (r.reason as Error).message)),
+      [offered[0]!.runId, 'definition unavailable', offered[2]!.runId],
+    );
+    const state = async (o: { runId: string }) =>
+      (await h.ok('runs/get_by_id', { run_id: o.runId })).data.state;
+    assert.deepEqual(await Promise.all(offered.map(state)), ['assigned', 'offered', 'assigned']);
+    // Nothing of the failed claim stayed: the item is still on offer, and claiming it again wins it.
+    const again = await claim(offered[1]!);
+    assert.equal(again.run?.run_id, offered[1]!.runId);
+    const executes = [await t.next('command'), await t.next('command'), await t.next('command')];
+    assert.deepEqual(
+      executes.map((c) => [c.path, (c.body as { run_id: string }).run_id]).sort(),
+      offered.map((o) => ['runs/execute', o.runId]).sort(),
+    );
+    for (const c of executes) t.ack(c.tx_id, { reply: { accepted: true } });
   });
 
   it('two reports of one run made together are applied in order, the second seeing the first', async () => {

@@ -3,6 +3,7 @@ import type { DB } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { WaitingFor } from '../../shared/api/runs.js';
 import { forbidden, notFound } from '../../shared/errors.js';
+import { groupCallsPer } from '../../shared/group-calls.js';
 import type { ExecuteRunBody, RunAgentManifest, RunPhase } from '../../shared/protocol.js';
 import type { DaemonActor } from '../access/actor.js';
 import { definitionOfVersion } from '../catalog/catalog.repo.js';
@@ -285,15 +286,7 @@ async function decideClaim(hub: Hub, actor: DaemonActor, itemId: string): Promis
   // Another daemon's claim of this offer already won here: lost, without a transaction.
   if (hub.claims.lostBy(itemId, actor.daemon)) return { claimed: false, queue_item_id: itemId };
   const leaseMs = await leaseMsOf(hub);
-  const won = await inTx(hub, async (tx) => {
-    const now = hub.now();
-    const claimed = await claimQueueItem(tx.db, itemId, actor.daemon, now, {
-      lease_expires_at: now + leaseMs,
-    });
-    if (!claimed) return null;
-    const epoch = await handOverRun(tx, claimed, itemId, actor.daemon.id, leaseMs);
-    return { run: epoch === null ? null : { run_id: claimed.run!.run_id, lease_epoch: epoch } };
-  });
+  const won = await claimTogether(hub.db, { hub, daemon: actor.daemon, itemId, leaseMs });
   if (won) hub.claims.won(itemId, actor.daemon);
   // Won here: the run is this daemon's at the epoch the claim gave it.
   if (won?.run) return { claimed: true, queue_item_id: itemId, run: won.run };
@@ -310,6 +303,53 @@ async function decideClaim(hub: Hub, actor: DaemonActor, itemId: string): Promis
   const held =
     run?.daemon_id === actor.daemon.id ? { run_id: run.run_id, lease_epoch: run.lease_epoch } : null;
   return { claimed: true, queue_item_id: itemId, ...(held ? { run: held } : {}) };
+}
+
+/** One daemon's claim of an item, as `claimTogether` decides it. */
+interface ClaimCall {
+  hub: Hub;
+  daemon: DaemonActor['daemon'];
+  itemId: string;
+  leaseMs: number;
+}
+
+/** A claim that won, with the run it handed over (null when the item's run had moved), or null. */
+type Won = { run: { run_id: string; lease_epoch: number } | null } | null;
+
+/** At most this many claims are decided in one transaction. */
+const MAX_CLAIMS = 64;
+
+/**
+ * Claims that arrive together (a busy hub's, or the claims of many offers at once) are decided in one
+ * transaction, a group commit as for reports (src/shared/group-calls.ts): each keeps its own
+ * conditional update, so the group shares only the `begin` and the `commit`. A group that fails is
+ * decided again claim by claim, so a claim that cannot be handed over fails alone.
+ */
+const claimTogether = groupCallsPer(
+  (_db: object, calls: ClaimCall[]) => decideClaims(calls[0]!.hub, calls),
+  MAX_CLAIMS,
+);
+
+/**
+ * A group's claims, in the order of their items: two hub processes' groups then take the items' row
+ * locks (PostgreSQL) in the same order and never wait for each other in a circle.
+ */
+function decideClaims(hub: Hub, calls: readonly ClaimCall[]): Promise<Won[]> {
+  const item = (i: number) => calls[i]!.itemId;
+  const order = [...calls.keys()].sort((a, b) => (item(a) < item(b) ? -1 : item(a) > item(b) ? 1 : 0));
+  return inTx(hub, async (tx) => {
+    const won: Won[] = [];
+    for (const i of order) won[i] = await claimIn(tx, calls[i]!);
+    return won;
+  });
+}
+
+async function claimIn(tx: Tx, { itemId, daemon, leaseMs }: ClaimCall): Promise<Won> {
+  const now = tx.hub.now();
+  const claimed = await claimQueueItem(tx.db, itemId, daemon, now, { lease_expires_at: now + leaseMs });
+  if (!claimed) return null;
+  const epoch = await handOverRun(tx, claimed, itemId, daemon.id, leaseMs);
+  return { run: epoch === null ? null : { run_id: claimed.run!.run_id, lease_epoch: epoch } };
 }
 
 /**
