@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { DB } from '../../db/index.js';
+import { type DB, isPostgres } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { WaitingFor } from '../../shared/api/runs.js';
 import { forbidden, notFound } from '../../shared/errors.js';
@@ -286,7 +286,8 @@ async function decideClaim(hub: Hub, actor: DaemonActor, itemId: string): Promis
   // Another daemon's claim of this offer already won here: lost, without a transaction.
   if (hub.claims.lostBy(itemId, actor.daemon)) return { claimed: false, queue_item_id: itemId };
   const leaseMs = await leaseMsOf(hub);
-  const won = await claimTogether(hub.db, { hub, daemon: actor.daemon, itemId, leaseMs });
+  const call = { hub, daemon: actor.daemon, itemId, leaseMs };
+  const won = isPostgres(hub.db) ? (await decideClaims(hub, [call]))[0]! : await claimTogether(hub.db, call);
   if (won) hub.claims.won(itemId, actor.daemon);
   // Won here: the run is this daemon's at the epoch the claim gave it.
   if (won?.run) return { claimed: true, queue_item_id: itemId, run: won.run };
@@ -320,10 +321,14 @@ type Won = { run: { run_id: string; lease_epoch: number } | null } | null;
 const MAX_CLAIMS = 64;
 
 /**
- * Claims that arrive together (a busy hub's, or the claims of many offers at once) are decided in one
- * transaction, a group commit as for reports (src/shared/group-calls.ts): each keeps its own
- * conditional update, so the group shares only the `begin` and the `commit`. A group that fails is
- * decided again claim by claim, so a claim that cannot be handed over fails alone.
+ * On SQLite, claims that arrive together (a busy hub's, or the claims of many offers at once) are
+ * decided in one transaction, a group commit as for reports (src/shared/group-calls.ts): each keeps
+ * its own conditional update, so the group shares only the `begin` and the `commit`, which is what a
+ * claim costs there. A group that fails is decided again claim by claim, so a claim that cannot be
+ * handed over fails alone. On PostgreSQL each claim has a transaction of its own: there a group would
+ * decide its claims one round trip after another on one connection, where separate transactions run
+ * side by side on the pool and the server flushes its log once for the commits that arrive together
+ * (a group of the claim race's waited 0.8 s at the median).
  */
 const claimTogether = groupCallsPer(
   (_db: object, calls: ClaimCall[]) => decideClaims(calls[0]!.hub, calls),
