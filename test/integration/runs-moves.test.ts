@@ -276,7 +276,7 @@ describe('run state moves and fencing', () => {
     assert.deepEqual(states, ['running', 'assigned', 'running']);
   });
 
-  it('claims made together (one transaction on SQLite): one that cannot be handed over fails alone', async () => {
+  it('claims made together are decided together, and one that cannot be handed over fails alone', async () => {
     const hub = h.running.hub;
     const actor = await daemonActor();
     const offered: { runId: string; itemId: string }[] = [];

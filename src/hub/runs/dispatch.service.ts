@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { type DB, isPostgres } from '../../db/index.js';
+import type { DB } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { WaitingFor } from '../../shared/api/runs.js';
 import { forbidden, notFound } from '../../shared/errors.js';
@@ -16,7 +16,13 @@ import { SEALED_SECRETS_FIELD, sealedRunSecrets } from '../secrets/resolve.js';
 import { loadWorkspace } from '../workspaces/workspaces.repo.js';
 import { admit } from './concurrency.js';
 import { movedBy, transition } from './lifecycle.js';
-import { claimQueueItem, loadQueueItem, newQueueItem, RUN_ITEM_KIND } from './queue.repo.js';
+import {
+  type ClaimedItem,
+  claimQueueItems,
+  loadQueueItem,
+  newQueueItem,
+  RUN_ITEM_KIND,
+} from './queue.repo.js';
 import { daemonActor, json } from './run.mapper.js';
 import {
   HELD_STATES,
@@ -286,8 +292,7 @@ async function decideClaim(hub: Hub, actor: DaemonActor, itemId: string): Promis
   // Another daemon's claim of this offer already won here: lost, without a transaction.
   if (hub.claims.lostBy(itemId, actor.daemon)) return { claimed: false, queue_item_id: itemId };
   const leaseMs = await leaseMsOf(hub);
-  const call = { hub, daemon: actor.daemon, itemId, leaseMs };
-  const won = isPostgres(hub.db) ? (await decideClaims(hub, [call]))[0]! : await claimTogether(hub.db, call);
+  const won = await claimTogether(hub.db, { hub, daemon: actor.daemon, itemId, leaseMs });
   if (won) hub.claims.won(itemId, actor.daemon);
   // Won here: the run is this daemon's at the epoch the claim gave it.
   if (won?.run) return { claimed: true, queue_item_id: itemId, run: won.run };
@@ -321,14 +326,11 @@ type Won = { run: { run_id: string; lease_epoch: number } | null } | null;
 const MAX_CLAIMS = 64;
 
 /**
- * On SQLite, claims that arrive together (a busy hub's, or the claims of many offers at once) are
- * decided in one transaction, a group commit as for reports (src/shared/group-calls.ts): each keeps
- * its own conditional update, so the group shares only the `begin` and the `commit`, which is what a
- * claim costs there. A group that fails is decided again claim by claim, so a claim that cannot be
- * handed over fails alone. On PostgreSQL each claim has a transaction of its own: there a group would
- * decide its claims one round trip after another on one connection, where separate transactions run
- * side by side on the pool and the server flushes its log once for the commits that arrive together
- * (a group of the claim race's waited 0.8 s at the median).
+ * Claims that arrive together (a busy hub's, or the claims of many offers at once) are decided in one
+ * transaction, a group commit as for reports (src/shared/group-calls.ts): each keeps its own
+ * conditional update, so the group shares the `begin` and the `commit`, and on PostgreSQL the round
+ * trips: its claims leave together, its hand-overs' writes with the commit. A group that fails is
+ * decided again claim by claim, so a claim that cannot be handed over fails alone.
  */
 const claimTogether = groupCallsPer(
   (_db: object, calls: ClaimCall[]) => decideClaims(calls[0]!.hub, calls),
@@ -337,24 +339,29 @@ const claimTogether = groupCallsPer(
 
 /**
  * A group's claims, in the order of their items: two hub processes' groups then take the items' row
- * locks (PostgreSQL) in the same order and never wait for each other in a circle.
+ * locks (PostgreSQL) in the same order and never wait for each other in a circle. The claims go
+ * first (on PostgreSQL in one round trip), then the winners' hand-overs, whose writes leave with the
+ * commit.
  */
 function decideClaims(hub: Hub, calls: readonly ClaimCall[]): Promise<Won[]> {
   const item = (i: number) => calls[i]!.itemId;
   const order = [...calls.keys()].sort((a, b) => (item(a) < item(b) ? -1 : item(a) > item(b) ? 1 : 0));
   return inTx(hub, async (tx) => {
+    const now = hub.now();
+    const claims = order.map((i) => {
+      const { itemId, daemon, leaseMs } = calls[i]!;
+      return { itemId, daemon, lease_expires_at: now + leaseMs };
+    });
+    const claimed = await claimQueueItems(tx.db, claims, now);
     const won: Won[] = [];
-    for (const i of order) won[i] = await claimIn(tx, calls[i]!);
+    for (const [k, i] of order.entries()) {
+      const { itemId, daemon, leaseMs } = calls[i]!;
+      const c = claimed[k];
+      const epoch = c ? await handOverRun(tx, c, itemId, daemon.id, leaseMs) : null;
+      won[i] = c ? { run: epoch === null ? null : { run_id: c.run!.run_id, lease_epoch: epoch } } : null;
+    }
     return won;
   });
-}
-
-async function claimIn(tx: Tx, { itemId, daemon, leaseMs }: ClaimCall): Promise<Won> {
-  const now = tx.hub.now();
-  const claimed = await claimQueueItem(tx.db, itemId, daemon, now, { lease_expires_at: now + leaseMs });
-  if (!claimed) return null;
-  const epoch = await handOverRun(tx, claimed, itemId, daemon.id, leaseMs);
-  return { run: epoch === null ? null : { run_id: claimed.run!.run_id, lease_epoch: epoch } };
 }
 
 /**
@@ -362,7 +369,7 @@ async function claimIn(tx: Tx, { itemId, daemon, leaseMs }: ClaimCall): Promise<
  * hand-over did not happen (an older hub version took the two steps in separate transactions).
  */
 export async function handOver(tx: Tx, itemId: string, daemonId: string, leaseMs: number): Promise<boolean> {
-  const claimed = { run: await runOfQueueItem(tx.db, itemId), assigned: false };
+  const claimed: ClaimedItem = { run: await runOfQueueItem(tx.db, itemId), assigned: false };
   return (await handOverRun(tx, claimed, itemId, daemonId, leaseMs)) !== null;
 }
 
@@ -372,7 +379,7 @@ export async function handOver(tx: Tx, itemId: string, daemonId: string, leaseMs
  */
 async function handOverRun(
   tx: Tx,
-  { run, assigned }: { run: RunsTable | undefined; assigned: boolean },
+  { run, assigned }: ClaimedItem,
   itemId: string,
   daemonId: string,
   leaseMs: number,

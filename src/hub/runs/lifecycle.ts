@@ -111,7 +111,7 @@ async function recordMove(tx: Tx, after: RunsTable, history: Partial<HistoryEntr
 
 /**
  * A move made by the statement that found the run: on PostgreSQL a claim wins its queue item and
- * moves the item's run in one statement (queue.repo.ts `claimQueueItem`). `after` is the row as that
+ * moves the item's run in one statement (queue.repo.ts `claimQueueItems`). `after` is the row as that
  * statement left it, moved from `from`. Checked against the state table like every move (a refused
  * one throws, which undoes the transaction) and recorded as `transition` records its moves.
  */

@@ -1,6 +1,7 @@
 import { type Kysely, type QueryCreator, sql } from 'kysely';
 import { type DB, isPostgres, updateOne } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
+import { together } from '../../db/together.js';
 import type { Write } from '../cluster/bus.js';
 import { RUN_COLUMNS } from './run-read.repo.js';
 import { assignOfferedRun, runOfQueueItem } from './runs.repo.js';
@@ -33,52 +34,84 @@ export function newQueueItem(
   });
 }
 
+/** One daemon's claim of an item, for `claimQueueItems`. */
+export interface ItemClaim {
+  itemId: string;
+  daemon: { id: string; realm_id: string };
+  /** The lease the run gets if the claim wins. */
+  lease_expires_at: number;
+}
+
+/** What a claim won: the item's run (none if it has gone), and whether the claim's statement moved it. */
+export interface ClaimedItem {
+  run: RunsTable | undefined;
+  assigned: boolean;
+}
+
 /**
- * The daemon wins the item if it is still offered in its realm; a loss answers null. A win answers
- * the item's run (none if it has gone). On PostgreSQL the same statement also assigns the run to the
- * daemon (runs.repo.ts `assignOfferedRun`, with `assign`) if it is still offered with this item, and
- * answers it as moved (`assigned`), or nothing when it was not; on SQLite, where a statement costs no
- * round trip, the run as it is now, for the caller to move.
+ * Each daemon wins its item if the item is still offered in the daemon's realm; a loss answers null.
+ * A win answers the item's run (none if it has gone). On PostgreSQL each claim's statement also
+ * assigns the run to the daemon (runs.repo.ts `assignOfferedRun`, with the claim's lease) if it is
+ * still offered with this item, and answers it as moved (`assigned`), or nothing when it was not;
+ * the claims leave together, in one round trip (src/db/together.ts), and run in the order given. On
+ * SQLite, where a statement costs no round trip, each answers the run as it is now, for the caller to
+ * move.
  */
-export async function claimQueueItem(
+export async function claimQueueItems(
   db: Kysely<DB>,
-  itemId: string,
-  daemon: { id: string; realm_id: string },
+  claims: readonly ItemClaim[],
   now: number,
-  assign: { lease_expires_at: number },
-): Promise<{ run: RunsTable | undefined; assigned: boolean } | null> {
-  // The states it looks for are constants of the statement, not parameters: PostgreSQL then plans
-  // the prepared claim once (a generic plan as good as one made for each call) instead of each time.
-  const claim = (q: QueryCreator<DB>) =>
-    q
-      .updateTable('queue_items')
-      .set({ status: 'claimed', claimed_by: daemon.id, claimed_at: now })
-      .where('id', '=', itemId)
-      .where('realm_id', '=', daemon.realm_id)
-      .where('status', '=', sql.lit('offered'));
-  if (!isPostgres(db)) {
-    if (!(await updateOne(claim(db)))) return null;
-    return { run: await runOfQueueItem(db, itemId), assigned: false };
+): Promise<(ClaimedItem | null)[]> {
+  if (isPostgres(db)) {
+    const rows = await together(
+      db,
+      claims.map((c) => claimAndAssign(db, c, now)),
+    );
+    return rows.map(([won]) => {
+      if (!won) return null;
+      const { claimed_item: _, ...run } = won as RunsTable & { claimed_item: string };
+      return run.run_id === null ? { run: undefined, assigned: false } : { run, assigned: true };
+    });
   }
-  const won = await db
-    .with('c', (q) => claim(q).returning('id'))
+  const out: (ClaimedItem | null)[] = [];
+  for (const c of claims) {
+    out.push(
+      (await updateOne(claim(db, c, now)))
+        ? { run: await runOfQueueItem(db, c.itemId), assigned: false }
+        : null,
+    );
+  }
+  return out;
+}
+
+/**
+ * The claim's conditional update. The states it looks for are constants of the statement, not
+ * parameters: PostgreSQL then plans the prepared claim once (a generic plan as good as one made for
+ * each call) instead of each time.
+ */
+const claim = (q: QueryCreator<DB>, c: ItemClaim, now: number) =>
+  q
+    .updateTable('queue_items')
+    .set({ status: 'claimed', claimed_by: c.daemon.id, claimed_at: now })
+    .where('id', '=', c.itemId)
+    .where('realm_id', '=', c.daemon.realm_id)
+    .where('status', '=', sql.lit('offered'));
+
+/** PostgreSQL: the claim, and the move of its run only when it won, in one statement. */
+const claimAndAssign = (db: Kysely<DB>, c: ItemClaim, now: number) =>
+  db
+    .with('c', (q) => claim(q, c, now).returning('id'))
     .with('a', () =>
       // `c` is this statement's claim: the run moves only when it won.
-      assignOfferedRun(db, itemId, daemon.id, { ...assign, updated_at: now }).where(
-        sql<boolean>`exists (select 1 from c)`,
-      ),
+      assignOfferedRun(db, c.itemId, c.daemon.id, {
+        lease_expires_at: c.lease_expires_at,
+        updated_at: now,
+      }).where(sql<boolean>`exists (select 1 from c)`),
     )
     .selectFrom('c')
     .leftJoin('a', (j) => j.onTrue())
-    .select(RUN_COLUMNS.map((c) => `a.${c}` as const))
-    .select('c.id as claimed_item')
-    .executeTakeFirst();
-  if (!won) return null;
-  const { claimed_item: _, ...run } = won;
-  return run.run_id === null
-    ? { run: undefined, assigned: false }
-    : { run: run as RunsTable, assigned: true };
-}
+    .select(RUN_COLUMNS.map((col) => `a.${col}` as const))
+    .select('c.id as claimed_item');
 
 export function loadQueueItem(db: Kysely<DB>, itemId: string) {
   return db

@@ -81,7 +81,7 @@ export function moveRow(
 /**
  * The run an offered queue item names becomes `daemonId`'s (`assigned`, its lease epoch raised by
  * one) if it is still offered with that item: as a statement to put in a claim's own
- * (queue.repo.ts `claimQueueItem`), which runs it only when the claim wins. Returns the row as moved.
+ * (queue.repo.ts `claimQueueItems`), which runs it only when the claim wins. Returns the row as moved.
  */
 export function assignOfferedRun(
   q: QueryCreator<DB>,
