@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { TEST_DB, type TestDatabase, testDatabase } from '../../test/helpers/db.js';
 import { type Database, openDatabaseOf } from './index.js';
-import { oneOf, prepared, statementName } from './prepared.js';
+import { oneOf, prepared, preparedQuery, statementName } from './prepared.js';
+import { together } from './together.js';
 
 interface Things {
   things: { id: string; kind: string; n: number };
@@ -83,6 +84,16 @@ describe('prepared queries', () => {
     assert.deepEqual(await byIds(d.db, ["a') or ('1'='1", '"b"', 'x"]']), []);
   });
 
+  it('bound without running, goes with other statements (together), each with its own values', async () => {
+    const query = preparedQuery((db: Kysely<Things>, kind: string) =>
+      db.selectFrom('things').select('id').where('kind', '=', kind).orderBy('id'),
+    );
+    const [xs, ys] = await together(d.db, [query(d.db, 'x'), query(d.db, 'y')]);
+    assert.deepEqual(xs, [{ id: 'a' }, { id: 'b' }, { id: 'never' }]);
+    assert.deepEqual(ys, [{ id: 'c' }]);
+    assert.deepEqual(await query(d.db, 'y').execute(), [{ id: 'c' }]);
+  });
+
   it('refuses a query that uses an argument other than as a parameter', async () => {
     const shaped = prepared((db: Kysely<Things>, kind: string) =>
       db
@@ -101,7 +112,7 @@ describe('prepared queries', () => {
       await byKind(c, 'y', 1);
       const { rows } = await sql<{ name: string; statement: string }>`
         select name, statement from pg_prepared_statements`.execute(c);
-      const named = rows.filter((r) => r.statement.includes('"kind" = $1'));
+      const named = rows.filter((r) => r.statement.includes('"n" >= $2'));
       assert.equal(named.length, 1, JSON.stringify(rows));
       assert.equal(statementName(named[0]!.statement), named[0]!.name);
     });

@@ -58,9 +58,16 @@ export function statementName(sqlText: string): string | undefined {
   return names.get(sqlText);
 }
 
-export function prepared<D, A extends unknown[], R>(
+/** A hot query bound to its arguments: to run, or to send with others (src/db/together.ts). */
+export interface BoundQuery<R> {
+  compile(): CompiledQuery<R>;
+  execute(): Promise<R[]>;
+}
+
+/** `prepared`'s query without running it: compiled once, bound at each call. */
+export function preparedQuery<D, A extends unknown[], R>(
   build: (db: Kysely<D>, ...args: A) => { compile(): CompiledQuery<R> },
-): (db: Kysely<D>, ...args: A) => Promise<R[]> {
+): (db: Kysely<D>, ...args: A) => BoundQuery<R> {
   // One template per database dialect: a transaction shares its database's adapter.
   const templates = new WeakMap<object, Template>();
   const arity = build.length - 1;
@@ -77,7 +84,7 @@ export function prepared<D, A extends unknown[], R>(
     }
     return { compiled, slots, listsAsJson: !postgres };
   };
-  return async (db, ...args) => {
+  return (db, ...args) => {
     const adapter = db.getExecutor().adapter;
     let t = templates.get(adapter);
     if (!t) {
@@ -90,7 +97,17 @@ export function prepared<D, A extends unknown[], R>(
       const arg = args[s];
       return listsAsJson && Array.isArray(arg) ? JSON.stringify(arg) : arg;
     });
-    const result = await db.executeQuery<R>({ ...compiled, parameters });
-    return result.rows;
+    const bound: CompiledQuery<R> = { ...compiled, parameters };
+    return {
+      compile: () => bound,
+      execute: async () => (await db.executeQuery<R>(bound)).rows,
+    };
   };
+}
+
+export function prepared<D, A extends unknown[], R>(
+  build: (db: Kysely<D>, ...args: A) => { compile(): CompiledQuery<R> },
+): (db: Kysely<D>, ...args: A) => Promise<R[]> {
+  const query = preparedQuery(build);
+  return async (db, ...args) => query(db, ...args).execute();
 }

@@ -224,7 +224,9 @@ export function mayRunQuery(
     .$if(run.team_version_id === null && agentId !== null, (q) =>
       q
         .innerJoin('team_versions as tv', 'tv.id', 'ti.team_version_id')
-        .where('tv.definition', 'like', `%"agent_id":${JSON.stringify(agentId)}%`),
+        // `"agent_id":"<id>"` in the pinned definition's JSON (ids need no escaping), the id bound as
+        // a parameter so that the query keeps one text whatever the agent (dispatch.service.ts).
+        .where('tv.definition', 'like', sql<string>`'%"agent_id":"' || cast(${agentId} as text) || '"%'`),
     )
     .$if(only.countHeldIn !== undefined, (q) =>
       q.select((eb) =>

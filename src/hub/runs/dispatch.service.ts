@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { WaitingFor } from '../../shared/api/runs.js';
 import { forbidden, notFound } from '../../shared/errors.js';
@@ -153,11 +154,33 @@ export async function planDispatch(
 
 /**
  * The online daemons that may take a run, each with the number of runs it holds (for `offerPlan`),
- * in one statement; null when none may.
+ * in one statement; null when none may. Every new run to offer reads it: compiled once for each of
+ * its three shapes (src/db/prepared.ts) instead of built at each run.
  */
 export function offerTargetsQuery(db: Kysely<DB>, run: RunNeeds) {
-  return mayRunQuery(db, run, { online: true, countHeldIn: HELD_STATES });
+  const { realm_id: realm, team_version_id: version, agent_id: agent, root_run_id: root } = run;
+  if (version) return root ? targetsOfNested(db, realm, version, root) : targetsOfTeam(db, realm, version);
+  return agent ? targetsOfAgent(db, realm, agent) : null;
 }
+
+const OFFER_TARGETS = { online: true, countHeldIn: HELD_STATES } as const;
+const targetsOfTeam = preparedQuery(
+  (db: Kysely<DB>, realmId: string, teamVersionId: string) =>
+    mayRunQuery(db, { realm_id: realmId, team_version_id: teamVersionId, agent_id: null }, OFFER_TARGETS)!,
+);
+/** A child run may also go where its root run's team version is installed. */
+const targetsOfNested = preparedQuery(
+  (db: Kysely<DB>, realmId: string, teamVersionId: string, rootRunId: string) =>
+    mayRunQuery(
+      db,
+      { realm_id: realmId, team_version_id: teamVersionId, agent_id: null, root_run_id: rootRunId },
+      OFFER_TARGETS,
+    )!,
+);
+const targetsOfAgent = preparedQuery(
+  (db: Kysely<DB>, realmId: string, agentId: string) =>
+    mayRunQuery(db, { realm_id: realmId, team_version_id: null, agent_id: agentId }, OFFER_TARGETS)!,
+);
 
 /**
  * The plan of a new run that is known before its transaction: its workspace's daemon. Undefined

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import type { TestHub } from '../../../test/helpers/hub.js';
-import { allowOrgTeams, hubWithTeam } from '../../../test/helpers/runs.js';
+import { allowOrgTeams, hubWithTeam, registerAgent } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import type { World } from '../../../test/helpers/world.js';
 
@@ -62,5 +62,22 @@ describe('offers go to a few daemons, the least loaded first', () => {
     const b = await offersOf(second);
     assert.equal(b.to.length, 2);
     assert.ok(!b.to.includes(winner.id), `offered to ${b.to.join(', ')}; ${winner.id} holds a run`);
+  });
+
+  it('offers a single-agent run where a team that uses the agent is installed, and only there', async () => {
+    const run = (await h.ok('runs/new', { realm_id: realmId, agent: 'noop' })).data.run_id;
+    const offered = await offersOf(run);
+    assert.equal(offered.to.length, 2);
+    assert.ok(offered.to.every((id) => daemons.some((d) => d.id === id)));
+    // An agent that no installed team uses: its run waits, offered to nobody.
+    await registerAgent(h, w.orgId, 'stray', 'stray.js');
+    const stray = (await h.ok('runs/new', { realm_id: realmId, agent: 'stray' })).data;
+    assert.equal(stray.state, 'queued');
+    const row = await h.running.hub.db
+      .selectFrom('runs')
+      .select(['state', 'queue_item_id'])
+      .where('run_id', '=', stray.run_id)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(row, { state: 'queued', queue_item_id: null });
   });
 });
