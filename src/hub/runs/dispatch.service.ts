@@ -397,8 +397,8 @@ export async function handOver(tx: Tx, itemId: string, daemonId: string, leaseMs
 }
 
 /**
- * `handOver` of the item's run, already read, or already assigned by the claim's own statement
- * (PostgreSQL): answers the run's new lease epoch, or null.
+ * `handOver` of the item's run, read (re-dispatch), or already assigned by the claim's statements
+ * (queue.repo.ts `claimQueueItems`): answers the run's new lease epoch, or null.
  */
 async function handOverRun(
   tx: Tx,

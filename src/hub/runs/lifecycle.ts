@@ -16,7 +16,7 @@ import { canMove } from './state.js';
  * `runEnded` hooks (reviews close) — all in the caller's transaction. It answers whether the move
  * applied: false means the run changed meanwhile (another process, a daemon report, the sweeper).
  * Two moves save a statement and go through the same check and record: a new run offered as it is
- * written (`movedAtBirth`), and a claim that moves its run in its own statement (`movedBy`).
+ * written (`movedAtBirth`), and a claim that moves its run with the statement that finds it (`movedBy`).
  */
 
 export interface Move {
@@ -110,9 +110,10 @@ async function recordMove(tx: Tx, after: RunsTable, history: Partial<HistoryEntr
 }
 
 /**
- * A move made by the statement that found the run: on PostgreSQL a claim wins its queue item and
- * moves the item's run in one statement (queue.repo.ts `claimQueueItems`). `after` is the row as that
- * statement left it, moved from `from`. Checked against the state table like every move (a refused
+ * A move made by the statement that found the run: a claim that wins its queue item moves the item's
+ * run with a conditional update of its own, which answers the row (queue.repo.ts `claimQueueItems`;
+ * on PostgreSQL within the claim's statement). `after` is the row as that statement left it, moved
+ * from `from`. Checked against the state table like every move (a refused
  * one throws, which undoes the transaction) and recorded as `transition` records its moves.
  */
 export async function movedBy(

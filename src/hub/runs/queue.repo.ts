@@ -4,7 +4,7 @@ import type { RunsTable } from '../../db/schema.js';
 import { together } from '../../db/together.js';
 import type { Write } from '../cluster/bus.js';
 import { RUN_COLUMNS } from './run-read.repo.js';
-import { assignOfferedRun, runOfQueueItem } from './runs.repo.js';
+import { assignOfferedRun } from './runs.repo.js';
 
 /**
  * The work queue of offered runs (SQL): an item is offered to the eligible daemons of a realm
@@ -42,7 +42,7 @@ export interface ItemClaim {
   lease_expires_at: number;
 }
 
-/** What a claim won: the item's run (none if it has gone), and whether the claim's statement moved it. */
+/** What a claim won: the item's run as its claim moved it (`assigned`), or none if it had moved on. */
 export interface ClaimedItem {
   run: RunsTable | undefined;
   assigned: boolean;
@@ -50,36 +50,37 @@ export interface ClaimedItem {
 
 /**
  * Each daemon wins its item if the item is still offered in the daemon's realm; a loss answers null.
- * A win answers the item's run (none if it has gone). On PostgreSQL each claim's statement also
- * assigns the run to the daemon (runs.repo.ts `assignOfferedRun`, with the claim's lease) if it is
- * still offered with this item, and answers it as moved (`assigned`), or nothing when it was not;
- * the claims leave together, in one round trip (src/db/together.ts), and run in the order given. On
- * SQLite, where a statement costs no round trip, each answers the run as it is now, for the caller to
- * move.
+ * A win also assigns the item's run to the daemon (runs.repo.ts `assignOfferedRun`, with the claim's
+ * lease) if it is still offered with this item, and answers it as moved, or no run when it was not.
+ * On PostgreSQL the claim and the move are one statement, and the claims leave together, in one
+ * round trip (src/db/together.ts); on SQLite, where a statement costs no round trip, the move is the
+ * statement after a claim that won. Claims run in the order given.
  */
 export async function claimQueueItems(
   db: Kysely<DB>,
   claims: readonly ItemClaim[],
   now: number,
 ): Promise<(ClaimedItem | null)[]> {
+  const won = (run: RunsTable | undefined): ClaimedItem => ({ run, assigned: run !== undefined });
   if (isPostgres(db)) {
     const rows = await together(
       db,
       claims.map((c) => claimAndAssign(db, c, now)),
     );
-    return rows.map(([won]) => {
-      if (!won) return null;
-      const { claimed_item: _, ...run } = won as RunsTable & { claimed_item: string };
-      return run.run_id === null ? { run: undefined, assigned: false } : { run, assigned: true };
+    return rows.map(([row]) => {
+      if (!row) return null;
+      const { claimed_item: _, ...run } = row as RunsTable & { claimed_item: string };
+      return won(run.run_id === null ? undefined : run);
     });
   }
   const out: (ClaimedItem | null)[] = [];
   for (const c of claims) {
-    out.push(
-      (await updateOne(claim(db, c, now)))
-        ? { run: await runOfQueueItem(db, c.itemId), assigned: false }
-        : null,
-    );
+    if (!(await updateOne(claim(db, c, now)))) {
+      out.push(null);
+      continue;
+    }
+    const lease = { lease_expires_at: c.lease_expires_at, updated_at: now };
+    out.push(won(await assignOfferedRun(db, c.itemId, c.daemon.id, lease).executeTakeFirst()));
   }
   return out;
 }

@@ -16,7 +16,7 @@ import { loadRun, loadRuns, RUN_COLUMNS } from './run-read.repo.js';
 /**
  * Runs: every query on the `runs` table, one named function each. A row's state changes only
  * through `moveRow`, which lifecycle.ts's `transition` calls after checking the state table, and
- * `assignOfferedRun`, the move a claim makes in its own statement (lifecycle.ts `movedBy`).
+ * `assignOfferedRun`, the move a claim that won makes (lifecycle.ts `movedBy`).
  */
 
 type RunUpdate = UpdateQueryBuilder<DB, 'runs', 'runs', UpdateResult>;
@@ -80,8 +80,8 @@ export function moveRow(
 
 /**
  * The run an offered queue item names becomes `daemonId`'s (`assigned`, its lease epoch raised by
- * one) if it is still offered with that item: as a statement to put in a claim's own
- * (queue.repo.ts `claimQueueItems`), which runs it only when the claim wins. Returns the row as moved.
+ * one) if it is still offered with that item: the move of a claim that won (queue.repo.ts
+ * `claimQueueItems`; on PostgreSQL within the claim's own statement). Returns the row as moved.
  */
 export function assignOfferedRun(
   q: QueryCreator<DB>,
