@@ -1,5 +1,6 @@
 import { type Kysely, type QueryCreator, sql } from 'kysely';
 import { type DB, isPostgres, updateOne } from '../../db/index.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { RunsTable } from '../../db/schema.js';
 import { together } from '../../db/together.js';
 import type { Write } from '../cluster/bus.js';
@@ -65,7 +66,9 @@ export async function claimQueueItems(
   if (isPostgres(db)) {
     const rows = await together(
       db,
-      claims.map((c) => claimAndAssign(db, c, now)),
+      claims.map((c) =>
+        claimAndAssign(db, c.itemId, c.daemon.id, c.daemon.realm_id, c.lease_expires_at, now),
+      ),
     );
     return rows.map(([row]) => {
       if (!row) return null;
@@ -75,12 +78,13 @@ export async function claimQueueItems(
   }
   const out: (ClaimedItem | null)[] = [];
   for (const c of claims) {
-    if (!(await updateOne(claim(db, c, now)))) {
+    const claimed = await claimOnly(db, c.itemId, c.daemon.id, c.daemon.realm_id, now).execute();
+    if (claimed.length === 0) {
       out.push(null);
       continue;
     }
-    const lease = { lease_expires_at: c.lease_expires_at, updated_at: now };
-    out.push(won(await assignOfferedRun(db, c.itemId, c.daemon.id, lease).executeTakeFirst()));
+    const [run] = await assignRun(db, c.itemId, c.daemon.id, c.lease_expires_at, now).execute();
+    out.push(won(run));
   }
   return out;
 }
@@ -88,31 +92,45 @@ export async function claimQueueItems(
 /**
  * The claim's conditional update. The states it looks for are constants of the statement, not
  * parameters: PostgreSQL then plans the prepared claim once (a generic plan as good as one made for
- * each call) instead of each time.
+ * each call) instead of each time. Every statement of a claim is compiled once (src/db/prepared.ts).
  */
-const claim = (q: QueryCreator<DB>, c: ItemClaim, now: number) =>
+const claim = (q: QueryCreator<DB>, itemId: string, daemonId: string, realmId: string, now: number) =>
   q
     .updateTable('queue_items')
-    .set({ status: 'claimed', claimed_by: c.daemon.id, claimed_at: now })
-    .where('id', '=', c.itemId)
-    .where('realm_id', '=', c.daemon.realm_id)
-    .where('status', '=', sql.lit('offered'));
+    .set({ status: 'claimed', claimed_by: daemonId, claimed_at: now })
+    .where('id', '=', itemId)
+    .where('realm_id', '=', realmId)
+    .where('status', '=', sql.lit('offered'))
+    .returning('id');
+
+/** SQLite: the claim alone; it answers the item when it won. */
+const claimOnly = preparedQuery(
+  (db: Kysely<DB>, itemId: string, daemonId: string, realmId: string, now: number) =>
+    claim(db, itemId, daemonId, realmId, now),
+);
+
+/** SQLite: the move of a claim's run, made when the claim won. */
+const assignRun = preparedQuery(
+  (db: Kysely<DB>, itemId: string, daemonId: string, leaseExpiresAt: number, now: number) =>
+    assignOfferedRun(db, itemId, daemonId, { lease_expires_at: leaseExpiresAt, updated_at: now }),
+);
 
 /** PostgreSQL: the claim, and the move of its run only when it won, in one statement. */
-const claimAndAssign = (db: Kysely<DB>, c: ItemClaim, now: number) =>
-  db
-    .with('c', (q) => claim(q, c, now).returning('id'))
-    .with('a', () =>
-      // `c` is this statement's claim: the run moves only when it won.
-      assignOfferedRun(db, c.itemId, c.daemon.id, {
-        lease_expires_at: c.lease_expires_at,
-        updated_at: now,
-      }).where(sql<boolean>`exists (select 1 from c)`),
-    )
-    .selectFrom('c')
-    .leftJoin('a', (j) => j.onTrue())
-    .select(RUN_COLUMNS.map((col) => `a.${col}` as const))
-    .select('c.id as claimed_item');
+const claimAndAssign = preparedQuery(
+  (db: Kysely<DB>, itemId: string, daemonId: string, realmId: string, leaseExpiresAt: number, now: number) =>
+    db
+      .with('c', (q) => claim(q, itemId, daemonId, realmId, now))
+      .with('a', () =>
+        // `c` is this statement's claim: the run moves only when it won.
+        assignOfferedRun(db, itemId, daemonId, { lease_expires_at: leaseExpiresAt, updated_at: now }).where(
+          sql<boolean>`exists (select 1 from c)`,
+        ),
+      )
+      .selectFrom('c')
+      .leftJoin('a', (j) => j.onTrue())
+      .select(RUN_COLUMNS.map((col) => `a.${col}` as const))
+      .select('c.id as claimed_item'),
+);
 
 export function loadQueueItem(db: Kysely<DB>, itemId: string) {
   return db
