@@ -64,13 +64,16 @@ export interface BoundQuery<R> {
   execute(): Promise<R[]>;
 }
 
-/** `prepared`'s query without running it: compiled once, bound at each call. */
+/**
+ * `prepared`'s query without running it: compiled once, bound at each call. `arity`: how many
+ * arguments follow the database (by default, those `build` declares).
+ */
 export function preparedQuery<D, A extends unknown[], R>(
   build: (db: Kysely<D>, ...args: A) => { compile(): CompiledQuery<R> },
+  arity = build.length - 1,
 ): (db: Kysely<D>, ...args: A) => BoundQuery<R> {
   // One template per database dialect: a transaction shares its database's adapter.
   const templates = new WeakMap<object, Template>();
-  const arity = build.length - 1;
   const compile = (db: Kysely<D>): Template => {
     const standIns = Array.from({ length: arity }, (_, i) => new Arg(i)) as A;
     const compiled = build(db, ...standIns).compile();

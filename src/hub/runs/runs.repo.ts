@@ -8,6 +8,7 @@ import {
   type UpdateResult,
 } from 'kysely';
 import { type DB, updateOne } from '../../db/index.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
 import { decodeCursor } from '../http/paging.js';
@@ -59,24 +60,60 @@ export async function insertRunRows(db: Kysely<DB>, rows: readonly RunsTable[], 
 export const HELD_STATES: readonly RunState[] = ['assigned', 'running', 'awaiting_input'];
 
 /** Moves the row to `to` if it is still in `run.state` with `run.lease_epoch` (and the guard holds). */
-export function moveRow(
+export async function moveRow(
   db: Kysely<DB>,
   run: RunsTable,
   to: RunState,
   set: RunChanges,
-  guard: RunGuard = (q) => q,
+  guard?: RunGuard,
 ): Promise<boolean> {
-  return updateOne(
-    guard(
-      db
-        .updateTable('runs')
-        .set({ ...set, state: to })
-        .where('run_id', '=', run.run_id)
-        .where('state', '=', run.state)
-        .where('lease_epoch', '=', run.lease_epoch),
-    ),
-  );
+  const columns = Object.keys(set).filter((c) => set[c as keyof RunChanges] !== undefined);
+  const move = guard ? undefined : moveOf(columns);
+  if (!move) {
+    return updateOne(
+      (guard ?? ((q) => q))(
+        db
+          .updateTable('runs')
+          .set({ ...set, state: to })
+          .where('run_id', '=', run.run_id)
+          .where('state', '=', run.state)
+          .where('lease_epoch', '=', run.lease_epoch),
+      ),
+    );
+  }
+  const values = columns.map((c) => set[c as keyof RunChanges]);
+  const moved = await move(db, ...values, to, run.run_id, run.state, run.lease_epoch).execute();
+  return moved.length === 1;
 }
+
+/**
+ * The statement of an unguarded move that sets these columns, compiled once per set of columns
+ * (src/db/prepared.ts): a run's moves set a handful of combinations, over and over. Undefined past
+ * MAX_MOVE_SHAPES combinations, which are then built at each call.
+ */
+function moveOf(columns: readonly string[]) {
+  const key = columns.join(',');
+  let move = moveShapes.get(key);
+  if (!move && moveShapes.size < MAX_MOVE_SHAPES) {
+    const n = columns.length;
+    move = preparedQuery(
+      (db: Kysely<DB>, ...args: unknown[]) =>
+        db
+          .updateTable('runs')
+          .set(Object.fromEntries(columns.map((c, i) => [c, args[i]])) as RunChanges)
+          .set({ state: args[n] as RunState })
+          .where('run_id', '=', args[n + 1] as string)
+          .where('state', '=', args[n + 2] as RunState)
+          .where('lease_epoch', '=', args[n + 3] as number)
+          .returning('run_id'),
+      n + 4,
+    );
+    moveShapes.set(key, move);
+  }
+  return move;
+}
+const MAX_MOVE_SHAPES = 64;
+const moveShapes = new Map<string, ReturnType<typeof preparedQuery<DB, unknown[], { run_id: string }>>>();
 
 /**
  * The run an offered queue item names becomes `daemonId`'s (`assigned`, its lease epoch raised by
