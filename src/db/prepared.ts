@@ -1,5 +1,12 @@
 import { createHash } from 'node:crypto';
-import { type CompiledQuery, type Kysely, PostgresAdapter, type RawBuilder, sql } from 'kysely';
+import {
+  type CompiledQuery,
+  type Kysely,
+  type OperationNodeSource,
+  PostgresAdapter,
+  type RawBuilder,
+  sql,
+} from 'kysely';
 
 /**
  * Hot queries, compiled once. `prepared(build)` builds its query with stand-ins for the arguments
@@ -58,8 +65,12 @@ export function statementName(sqlText: string): string | undefined {
   return names.get(sqlText);
 }
 
-/** A hot query bound to its arguments: to run, or to send with others (src/db/together.ts). */
-export interface BoundQuery<R> {
+/**
+ * A hot query bound to its arguments: to run, to send with others (src/db/together.ts), or, as a
+ * write nothing reads back, to keep for its transaction's commit (src/hub/cluster/bus.ts
+ * `writeThenNotify`, which on PostgreSQL builds it into one statement with the others).
+ */
+export interface BoundQuery<R> extends OperationNodeSource {
   compile(): CompiledQuery<R>;
   execute(): Promise<R[]>;
 }
@@ -69,7 +80,7 @@ export interface BoundQuery<R> {
  * arguments follow the database (by default, those `build` declares).
  */
 export function preparedQuery<D, A extends unknown[], R>(
-  build: (db: Kysely<D>, ...args: A) => { compile(): CompiledQuery<R> },
+  build: (db: Kysely<D>, ...args: A) => { compile(): CompiledQuery<R> } & OperationNodeSource,
   arity = build.length - 1,
 ): (db: Kysely<D>, ...args: A) => BoundQuery<R> {
   // One template per database dialect: a transaction shares its database's adapter.
@@ -104,12 +115,13 @@ export function preparedQuery<D, A extends unknown[], R>(
     return {
       compile: () => bound,
       execute: async () => (await db.executeQuery<R>(bound)).rows,
+      toOperationNode: () => build(db, ...args).toOperationNode(),
     };
   };
 }
 
 export function prepared<D, A extends unknown[], R>(
-  build: (db: Kysely<D>, ...args: A) => { compile(): CompiledQuery<R> },
+  build: (db: Kysely<D>, ...args: A) => { compile(): CompiledQuery<R> } & OperationNodeSource,
 ): (db: Kysely<D>, ...args: A) => Promise<R[]> {
   const query = preparedQuery(build);
   return async (db, ...args) => query(db, ...args).execute();

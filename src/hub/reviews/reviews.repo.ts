@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import { type DB, updateOne } from '../../db/index.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { ReviewsTable } from '../../db/schema.js';
 import type { Review } from '../../shared/api/reviews.js';
 import {
@@ -74,13 +75,14 @@ export async function closeReview(
  * A run ended (or was lost) another way: its open reviews close as `cancelled`. The write, to run
  * in the caller's transaction with the writes nothing reads back (bus.ts `writeThenNotify`).
  */
-export function cancelOpenReviews(db: Kysely<DB>, runId: string, now: number): Write {
-  return db
-    .updateTable('reviews')
-    .set({ state: 'cancelled', closed_at: now })
-    .where('run_id', '=', runId)
-    .where('state', '=', 'open');
-}
+export const cancelOpenReviews: (db: Kysely<DB>, runId: string, now: number) => Write = preparedQuery(
+  (db: Kysely<DB>, runId: string, now: number) =>
+    db
+      .updateTable('reviews')
+      .set({ state: 'cancelled', closed_at: now })
+      .where('run_id', '=', runId)
+      .where('state', '=', 'open'),
+);
 
 export async function insertSubmission(
   db: Kysely<DB>,

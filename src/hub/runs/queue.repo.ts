@@ -3,7 +3,7 @@ import { type DB, isPostgres, updateOne } from '../../db/index.js';
 import { preparedQuery } from '../../db/prepared.js';
 import type { RunsTable } from '../../db/schema.js';
 import { together } from '../../db/together.js';
-import type { Write } from '../cluster/bus.js';
+import { insertRows, type Write } from '../cluster/bus.js';
 import { RUN_COLUMNS } from './run-read.repo.js';
 import { assignOfferedRun } from './runs.repo.js';
 
@@ -25,14 +25,15 @@ export function newQueueItem(
   db: Kysely<DB>,
   item: { id: string; realm_id: string; payload: unknown; created_at: number },
 ): Write {
-  return db.insertInto('queue_items').values({
+  const row = {
     ...item,
     kind: RUN_ITEM_KIND,
     payload: JSON.stringify(item.payload),
-    status: 'offered',
+    status: 'offered' as const,
     claimed_by: null,
     claimed_at: null,
-  });
+  };
+  return insertRows(db, 'queue_items', [row]);
 }
 
 /** One daemon's claim of an item, for `claimQueueItems`. */

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { Write } from '../cluster/bus.js';
 import { loadRun } from './run-read.repo.js';
@@ -11,17 +12,18 @@ import { loadRun } from './run-read.repo.js';
  * realm, in the caller's transaction (one row per realm and subject; concurrent runs get distinct
  * numbers); its row gives the first (`firstRunNumber`).
  */
-export function takeRunNumbers(db: Kysely<DB>, realmId: string, subjectId: string, count: number) {
-  return db
-    .insertInto('run_numbers')
-    .values({ realm_id: realmId, subject_id: subjectId, last: count })
-    .onConflict((oc) =>
-      oc
-        .columns(['realm_id', 'subject_id'])
-        .doUpdateSet((eb) => ({ last: eb('run_numbers.last', '+', eb.ref('excluded.last')) })),
-    )
-    .returning('last');
-}
+export const takeRunNumbers = preparedQuery(
+  (db: Kysely<DB>, realmId: string, subjectId: string, count: number) =>
+    db
+      .insertInto('run_numbers')
+      .values({ realm_id: realmId, subject_id: subjectId, last: count })
+      .onConflict((oc) =>
+        oc
+          .columns(['realm_id', 'subject_id'])
+          .doUpdateSet((eb) => ({ last: eb('run_numbers.last', '+', eb.ref('excluded.last')) })),
+      )
+      .returning('last'),
+);
 
 /** The first of the `count` numbers `takeRunNumbers` took, from its row. */
 export function firstRunNumber(row: { last: number | string | bigint }, count: number): number {
