@@ -44,7 +44,10 @@ export interface ItemClaim {
   lease_expires_at: number;
 }
 
-/** What a claim won: the item's run as its claim moved it (`assigned`), or none if it had moved on. */
+/**
+ * The run of a claimed item: as the claim's statements moved it (`assigned`), none when it had moved
+ * on, or as re-dispatch read it (not `assigned`, for the caller to move).
+ */
 export interface ClaimedItem {
   run: RunsTable | undefined;
   assigned: boolean;
