@@ -18,7 +18,8 @@ import {
  * any length goes through `oneOf`; no clauses that depend on an argument), and the columns are
  * named, not `selectAll` (a statement prepared as `select *` fails on PostgreSQL once a migration
  * adds a column). Reads, and writes to tables the hub's caches do not watch: Kysely plugins see the
- * query when it is compiled, not at each call.
+ * query when it is compiled, not at each call. A query whose shape varies is one prepared query per
+ * shape, kept by the caller (`preparedQuery` with an explicit arity: runs.repo.ts `moveOf`).
  */
 
 /**

@@ -378,10 +378,14 @@ function decideClaims(hub: Hub, calls: readonly ClaimCall[]): Promise<Won[]> {
     const claimed = await claimQueueItems(tx.db, claims, now);
     const won: Won[] = [];
     for (const [k, i] of order.entries()) {
-      const { itemId, daemon, leaseMs } = calls[i]!;
       const c = claimed[k];
-      const epoch = c ? await handOverRun(tx, c, itemId, daemon.id, leaseMs) : null;
-      won[i] = c ? { run: epoch === null ? null : { run_id: c.run!.run_id, lease_epoch: epoch } } : null;
+      if (!c) {
+        won[i] = null;
+        continue;
+      }
+      const { itemId, daemon, leaseMs } = calls[i]!;
+      const epoch = await handOverRun(tx, c, itemId, daemon.id, leaseMs);
+      won[i] = { run: epoch === null ? null : { run_id: c.run!.run_id, lease_epoch: epoch } };
     }
     return won;
   });
