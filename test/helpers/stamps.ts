@@ -13,10 +13,13 @@ import path from 'node:path';
  * daemon's machine going down), then stamps its end. Its daemon is the pid a test that kills or
  * freezes one wrote into `<dir>/daemon.pid`, else its parent process (the daemon's agent spawner).
  * `freeze` waits for `<dir>/<run id>.freeze` (a test writes it once the hub shows the run running),
- * then stops that daemon (SIGSTOP) and holds. Stopped (SIGTERM), it stamps its end and fails.
+ * then stops that daemon (SIGSTOP) and holds. Stopped (SIGTERM), it stamps its end and fails; killed
+ * (SIGKILL, as a daemon stops the agent of a run that is no longer its own), it stamps nothing, and
+ * `agentAlive` tells from its pid (`<dir>/<run id>.pid`, written before its start).
  */
 const SH_STAMP = `d="$1"
 trap 'date +%s%3N > "$d/$SVC_RUN_ID.end"; exit 1' TERM
+echo $$ > "$d/$SVC_RUN_ID.pid"
 date +%s%3N > "$d/$SVC_RUN_ID.start"
 daemon="$PPID"
 if [ -e "$d/daemon.pid" ]; then daemon="$(cat "$d/daemon.pid")"; fi
@@ -71,6 +74,16 @@ export function spans(dir: string): Span[] {
     });
   }
   return out;
+}
+
+/** Whether the agent of `runId` still runs (it wrote its pid as it started). */
+export function agentAlive(dir: string, runId: string): boolean {
+  try {
+    process.kill(Number(readFileSync(path.join(dir, `${runId}.pid`), 'utf8')), 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** How many agents have stamped their start. */
