@@ -67,3 +67,40 @@ function tableName(node: OperationNode | undefined): string {
 function columnName(node: OperationNode): string {
   return ColumnNode.is(node) ? node.column.name : '';
 }
+
+/** Answers kept by a cache that writes clear (`clearOnWrite`): see `keptAnswers`. */
+export interface KeptAnswers {
+  /** The answer kept for `key`, or `load`'s (kept unless the store was cleared while it ran). */
+  get<T>(key: string, load: () => Promise<T>): Promise<T>;
+  clear(): void;
+  size(): number;
+}
+
+/**
+ * Answers kept for at most `ttlMs` (by `clock`) and dropped by `clear`, which a cache's `clearOnWrite`
+ * plugin calls after the writes that matter to it. A read that began before a clear does not keep its
+ * answer (a generation count), so a write is never shadowed by a read that raced it. A full store
+ * starts again empty: a bound on memory, not an LRU.
+ */
+export function keptAnswers(ttlMs: number, clock: () => number, maxEntries: number): KeptAnswers {
+  const entries = new Map<string, { value: unknown; until: number }>();
+  let generation = 0;
+  return {
+    async get<T>(key: string, load: () => Promise<T>): Promise<T> {
+      const hit = entries.get(key);
+      if (hit && hit.until > clock()) return hit.value as T;
+      const seen = generation;
+      const value = await load();
+      if (seen === generation) {
+        if (entries.size >= maxEntries) entries.clear();
+        entries.set(key, { value, until: clock() + ttlMs });
+      }
+      return value;
+    },
+    clear() {
+      generation++;
+      entries.clear();
+    },
+    size: () => entries.size,
+  };
+}

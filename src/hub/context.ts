@@ -7,6 +7,7 @@ import type { Logger } from '../shared/logger.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from '../shared/shutdown.js';
 import type { AccessCache } from './access/access-cache.js';
 import type { CatalogCache } from './catalog/catalog-cache.js';
+import type { OnlineCache } from './daemons/online-cache.js';
 import type { RulesCache } from './notifications/rules-cache.js';
 import type { Cipher, Mailer, PasswordGate, Tunnel } from './ports.js';
 import type { ClaimedItems } from './runs/claimed-items.js';
@@ -38,6 +39,8 @@ export interface Hub {
   rules: RulesCache;
   /** Team versions by name, run definitions and agents' manifests, kept for at most a second (src/hub/catalog/catalog-cache.ts). */
   catalog: CatalogCache;
+  /** Whether daemons connected to other hub processes are online, as runs show it, kept for at most a second (src/hub/daemons/online-cache.ts). */
+  online: OnlineCache;
   /** The run queue's metrics in this process (src/hub/runs/run-metrics.ts). */
   runMetrics: RunMetrics;
   /** Queue items claimed through this process, so that the losing claims need no transaction (src/hub/runs/claimed-items.ts). */

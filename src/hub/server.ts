@@ -24,6 +24,7 @@ import { createLocalBus, createPgBus } from './cluster/bus.js';
 import { type Presence, startPresence } from './cluster/presence.js';
 import { registerConsole } from './console.js';
 import { DEFAULT_HUB_CONFIG, type Hub, type HubConfig } from './context.js';
+import { createOnlineCache } from './daemons/online-cache.js';
 import { createTunnel } from './daemons/tunnel.js';
 import { createRulesCache } from './notifications/rules-cache.js';
 import { startDeliveryWorker } from './notifications/worker.js';
@@ -118,11 +119,13 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     );
     const resealed = await resealAll(database.db, cipher);
     if (resealed > 0) log.info({ resealed, key_id: cipher.keyId }, 'secrets sealed under the current key');
-    // Authentication, roles, notification rules and the catalog reads of dispatch are cached; the
-    // handle's plugins clear each cache on the writes that matter to it.
+    // Authentication, roles, notification rules, the catalog reads of dispatch and the status of
+    // daemons on other processes are cached; the handle's plugins clear each cache on the writes
+    // that matter to it.
     const access = createAccessCache();
     const rules = createRulesCache();
     const catalog = createCatalogCache();
+    const daemonsOnline = createOnlineCache();
     // The scheduler wakes when a schedule is written through this process.
     const scheduler = createScheduler();
     const base: Omit<Hub, 'tunnel'> = {
@@ -130,10 +133,12 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
         .withPlugin(access.watch)
         .withPlugin(rules.watch)
         .withPlugin(catalog.watch)
+        .withPlugin(daemonsOnline.watch)
         .withPlugin(scheduler.watch),
       access,
       rules,
       catalog,
+      online: daemonsOnline,
       dialect: database.dialect,
       log,
       now: opts.now ?? Date.now,

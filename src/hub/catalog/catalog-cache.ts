@@ -1,7 +1,7 @@
 import type { Kysely, KyselyPlugin } from 'kysely';
 import type { DB } from '../../db/index.js';
 import type { TeamVersionsTable } from '../../db/schema.js';
-import { clearOnWrite } from '../../db/watch-writes.js';
+import { clearOnWrite, keptAnswers } from '../../db/watch-writes.js';
 import type { ExecuteRunBody, RunAgentManifest } from '../../shared/protocol.js';
 import { agentManifests, definitionOfVersion, findTeamVersion } from './catalog.repo.js';
 
@@ -53,23 +53,10 @@ export function createCatalogCache(
   ttlMs: number = CATALOG_CACHE_MS,
   clock: () => number = Date.now,
 ): CatalogCache {
-  const entries = new Map<string, { value: unknown; until: number }>();
-  let generation = 0;
-  const clear = () => {
-    generation++;
-    entries.clear();
-  };
-  async function cached<T>(key: string, load: () => Promise<T>): Promise<T> {
-    const hit = entries.get(key);
-    if (hit && hit.until > clock()) return hit.value as T;
-    const seen = generation;
-    const value = deepFreeze(await load());
-    if (seen === generation) {
-      if (entries.size >= MAX_ENTRIES) entries.clear();
-      entries.set(key, { value, until: clock() + ttlMs });
-    }
-    return value;
-  }
+  const kept = keptAnswers(ttlMs, clock, MAX_ENTRIES);
+  // Values are shared between callers: frozen, so that none can change them.
+  const cached = <T>(key: string, load: () => Promise<T>) =>
+    kept.get(key, async () => deepFreeze(await load()));
   // Keys are JSON arrays: no name or id can make two lookups share one.
   return {
     teamVersion: (db, orgId, name, version) =>
@@ -80,9 +67,9 @@ export function createCatalogCache(
       ),
     manifests: (db, orgId, ids) =>
       cached(JSON.stringify(['agents', orgId, [...ids].sort()]), () => agentManifests(db, orgId, [...ids])),
-    clear,
-    size: () => entries.size,
-    watch: clearOnWrite({ agents: null, team_versions: null }, clear),
+    clear: kept.clear,
+    size: kept.size,
+    watch: clearOnWrite({ agents: null, team_versions: null }, kept.clear),
   };
 }
 

@@ -4,14 +4,15 @@ import type { Actor as HistoryActor } from '../../shared/api/runs.js';
 import { AppError, conflict } from '../../shared/errors.js';
 import type { Actor } from '../access/actor.js';
 import type { Hub, Tx } from '../context.js';
+import { daemonReachable } from '../daemons/await-command.js';
 import { inTx } from '../daemons/commands.js';
 import { rejoinGroups } from './concurrency.js';
 import { dispatchRun } from './dispatch.service.js';
 import { addHistory } from './history.repo.js';
 import { mustTransition, transition } from './lifecycle.js';
 import { withdrawQueueItem } from './queue.repo.js';
-import { managedRun, showRun, showRunNow } from './read.service.js';
-import { json, type PendingControl, userActor } from './run.mapper.js';
+import { managedRun, showRunNow } from './read.service.js';
+import { forceTerminateOf, json, type PendingControl, userActor } from './run.mapper.js';
 import { liveChildren, type RunGuard, updateRunRow } from './runs.repo.js';
 
 /** People acting on runs: cancel, resume and force-terminate. */
@@ -124,10 +125,12 @@ export async function resumeRun(hub: Hub, actor: Actor | null, runId: string) {
 /** `runs/force_terminate`: only when `force_terminate.eligible`; otherwise `conflict` with the blocker. */
 export async function forceTerminate(hub: Hub, actor: Actor | null, runId: string, reason: string) {
   const { run, user } = await managedRun(hub, actor, runId, 'runs.terminate');
-  const shown = await showRun(hub, run, false);
-  if (!shown.force_terminate.eligible) {
-    throw conflict(`the run cannot be force-terminated: ${shown.force_terminate.blocker}`, {
-      blocker: shown.force_terminate.blocker,
+  // The daemon's status as the database has it now, not as a run view may show it.
+  const online = run.daemon_id !== null && (await daemonReachable(hub, run.daemon_id));
+  const eligibility = forceTerminateOf(run, online, hub.now());
+  if (!eligibility.eligible) {
+    throw conflict(`the run cannot be force-terminated: ${eligibility.blocker}`, {
+      blocker: eligibility.blocker,
     });
   }
   await inTx(hub, (tx) =>
