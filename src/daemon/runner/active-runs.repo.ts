@@ -104,8 +104,13 @@ export async function clearReviewWait(db: Kysely<DaemonDB>, runId: string, epoch
 
 /** The run ended here under this epoch (a row of a newer epoch stays). */
 export async function removeActiveRun(db: Kysely<DaemonDB>, runId: string, epoch: number): Promise<void> {
-  await db.deleteFrom('active_runs').where('run_id', '=', runId).where('lease_epoch', '=', epoch).execute();
+  await deleteActiveRun(db, runId, epoch);
 }
+
+/** Run at every run's end: compiled once. */
+const deleteActiveRun = prepared((db: Kysely<DaemonDB>, runId: string, epoch: number) =>
+  db.deleteFrom('active_runs').where('run_id', '=', runId).where('lease_epoch', '=', epoch),
+);
 
 /** An interrupted run was reported (or the hub refused the report): its row goes. */
 export async function forgetActiveRun(db: Kysely<DaemonDB>, runId: string): Promise<void> {
