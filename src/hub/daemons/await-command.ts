@@ -31,6 +31,15 @@ export async function daemonReachable(hub: Hub, daemonId: string): Promise<boole
 }
 
 /**
+ * As a run shows its daemon: connected to this process, or online by the database's answer of the
+ * last second (online-cache.ts). Decisions call `daemonReachable`.
+ */
+export async function daemonShownOnline(hub: Hub, daemonId: string | null): Promise<boolean> {
+  if (daemonId === null) return false;
+  return hub.tunnel.isConnected(daemonId) || hub.online.isOnline(hub.db, daemonId);
+}
+
+/**
  * Removes a command that was not acknowledged, so it is never delivered later. True when it was
  * still pending (a command already delivered may still run on the daemon; its late ack is ignored).
  */

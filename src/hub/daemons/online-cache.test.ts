@@ -13,8 +13,10 @@ describe("cache of daemons' status", () => {
   });
   after(() => h.close());
 
-  const setStatus = (status: 'online' | 'offline', db = h.running.hub.db) =>
-    db.updateTable('daemons').set({ status }).where('id', '=', w.daemonId).execute();
+  type DaemonChange = { status?: 'online' | 'offline'; last_seen_at?: number; revoked_at?: number | null };
+  const setDaemon = (change: DaemonChange, db = h.running.hub.db) =>
+    db.updateTable('daemons').set(change).where('id', '=', w.daemonId).execute();
+  const setStatus = (status: 'online' | 'offline', db = h.running.hub.db) => setDaemon({ status }, db);
 
   it("keeps the database's answer for its time to live, and reads again after it", async () => {
     let now = 0;
@@ -30,26 +32,16 @@ describe("cache of daemons' status", () => {
     now += 1;
     assert.equal(await cache.isOnline(db, w.daemonId), true);
     // Through a handle with its plugin, a write of the status clears it at once; other columns do not.
-    await db
-      .withPlugin(cache.watch)
-      .updateTable('daemons')
-      .set({ last_seen_at: 1 })
-      .where('id', '=', w.daemonId)
-      .execute();
+    await setDaemon({ last_seen_at: 1 }, db.withPlugin(cache.watch));
     assert.equal(cache.size(), 1);
     await setStatus('offline', db.withPlugin(cache.watch));
     assert.equal(cache.size(), 0);
     assert.equal(await cache.isOnline(db, w.daemonId), false);
     // A removed daemon is not online, whatever its last status.
     await setStatus('online');
-    await db
-      .withPlugin(cache.watch)
-      .updateTable('daemons')
-      .set({ revoked_at: 1 })
-      .where('id', '=', w.daemonId)
-      .execute();
+    await setDaemon({ revoked_at: 1 }, db.withPlugin(cache.watch));
     assert.equal(await cache.isOnline(db, w.daemonId), false);
-    await db.updateTable('daemons').set({ revoked_at: null }).where('id', '=', w.daemonId).execute();
+    await setDaemon({ revoked_at: null });
   });
 
   it('does not keep what a read found when the cache was cleared while it ran', async () => {
@@ -84,12 +76,7 @@ describe("cache of daemons' status", () => {
     assert.equal(await shown(), OFFLINE);
     // Marked online without the hub's handle (another process's write): the list may show the old
     // answer for up to a second, force_terminate does not act on it.
-    await h.running.hub.db
-      .withoutPlugins()
-      .updateTable('daemons')
-      .set({ status: 'online' })
-      .where('id', '=', w.daemonId)
-      .execute();
+    await setStatus('online', h.running.hub.db.withoutPlugins());
     const refused = await h.call('runs/force_terminate', { run_id: runId, reason: 'stuck' });
     assert.equal(refused.status, 409, JSON.stringify(refused.body));
     assert.equal(refused.body.details.blocker, 'daemon_online_use_cancel');

@@ -6,6 +6,7 @@ import { AppError, conflict, forbidden, notFound } from '../../shared/errors.js'
 import { requireRealm } from '../access/access.service.js';
 import type { Actor, DaemonActor, UserActor } from '../access/actor.js';
 import type { Hub } from '../context.js';
+import { daemonShownOnline } from '../daemons/await-command.js';
 import { decodeCursor, pageOf } from '../http/paging.js';
 import { listHistory } from './history.repo.js';
 import { logLinesAfter } from './logs.repo.js';
@@ -79,7 +80,7 @@ export async function managedRun(
 }
 
 export async function showRun(hub: Hub, run: RunsTable, withHistory: boolean): Promise<Run> {
-  const out: Run = runOut(run, await shownOnline(hub, run.daemon_id), hub.now());
+  const out: Run = runOut(run, await daemonShownOnline(hub, run.daemon_id), hub.now());
   if (withHistory) out.history = await listHistory(hub.db, run.run_id);
   return out;
 }
@@ -95,16 +96,6 @@ export async function showVisibleRun(
   const out: Run = runOut(run, run.daemon_status === 'online', hub.now());
   if (withHistory) out.history = await listHistory(hub.db, run.run_id);
   return out;
-}
-
-/**
- * A run's `daemon_online` as shown: its daemon is connected to this process, or online by the
- * database's answer of the last second (src/hub/daemons/online-cache.ts). Decisions read the
- * database (`daemonReachable`).
- */
-async function shownOnline(hub: Hub, daemonId: string | null): Promise<boolean> {
-  if (daemonId === null) return false;
-  return hub.tunnel.isConnected(daemonId) || hub.online.isOnline(hub.db, daemonId);
 }
 
 /** The run as it is now. */
@@ -124,7 +115,8 @@ export async function listRuns(hub: Hub, actor: Actor | null, input: RunListFilt
     : pageOf(rows, input.limit, (r) => r.run_id);
   const data = [];
   for (const r of page.data) {
-    if (r.daemon_id && !online.has(r.daemon_id)) online.set(r.daemon_id, await shownOnline(hub, r.daemon_id));
+    if (r.daemon_id && !online.has(r.daemon_id))
+      online.set(r.daemon_id, await daemonShownOnline(hub, r.daemon_id));
     const out = runOut(r, r.daemon_id ? online.get(r.daemon_id)! : false, now);
     if (queue) out.queue_position = offset + data.length + 1;
     data.push(out);
