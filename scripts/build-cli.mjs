@@ -25,6 +25,9 @@ const EXTERNAL = [
   'bufferutil',
   'utf-8-validate',
   'esbuild',
+  // Loaded at the first e-mail a hub sends (src/hub/orgs/mailer.ts): half a megabyte that every start
+  // would otherwise read, from node_modules like better-sqlite3.
+  'nodemailer',
   '@fastify/ajv-compiler',
   '@fastify/fast-json-stringify-compiler',
 ];
@@ -68,6 +71,22 @@ const pgRuntimeCheck = {
   },
 };
 
+/**
+ * zod's namespace `z` re-exports every locale (`z.locales`), so a bundle that uses `z` holds all of
+ * them: 400 kB of messages in 48 languages, read at every start. svc speaks English, which zod sets
+ * itself (from its own module, not this index): `z.locales` keeps only `en`.
+ */
+const zodLocales = {
+  name: 'zod-locales',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]node_modules[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/ }, (args) => ({
+      contents: 'export { default as en } from "./en.js";\n',
+      resolveDir: path.dirname(args.path),
+      loader: 'js',
+    }));
+  },
+};
+
 /** Writes the bundle into `out` (dist/ by default; the suite builds one of its own), emptied first. */
 export async function buildCli(out = OUT) {
   const started = performance.now();
@@ -86,7 +105,7 @@ export async function buildCli(out = OUT) {
     external: EXTERNAL,
     write: false,
     logLevel: 'warning',
-    plugins: [moduleUrls, pgRuntimeCheck],
+    plugins: [moduleUrls, pgRuntimeCheck, zodLocales],
   });
   rmSync(out, { recursive: true, force: true });
   const { mkdirSync, writeFileSync } = await import('node:fs');

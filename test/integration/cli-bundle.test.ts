@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { SMTPServer } from 'smtp-server';
 import { runCli, startCli } from '../helpers/cli.js';
 
 /**
@@ -17,6 +20,7 @@ describe('the built CLI', () => {
   let out: string;
   let cache: string;
   let devCache: string;
+  let smtp: SMTPServer | undefined;
 
   before(() => {
     // Inside the tree, so that the bundle's packages resolve from node_modules above it.
@@ -31,7 +35,10 @@ describe('the built CLI', () => {
     cache = path.join(out, `cli.cjs.${process.version}-${process.arch}.cli.cache`);
     devCache = path.join(out, `cli.cjs.${process.version}-${process.arch}.dev.cache`);
   });
-  after(() => rmSync(out, { recursive: true, force: true }));
+  after(() => {
+    smtp?.close();
+    rmSync(out, { recursive: true, force: true });
+  });
 
   test('svc dev from the bundle runs the example team; its compiled code is kept and used', async () => {
     const cwd = mkdtempSync(path.join(out, 'dev-'));
@@ -89,5 +96,59 @@ describe('the built CLI', () => {
     const changed = await runCli(['--help'], { env: { SVC_CLI_DIST: out } });
     assert.equal(changed.code, 0, changed.stderr);
     assert.match(changed.stdout, /workflow hub, LOCAL daemon/);
+  });
+
+  test('a hub from the bundle sends e-mail through nodemailer, which stays outside it', async () => {
+    // What no start reads stays out of the bundle: nodemailer, and zod's messages in other languages.
+    const text = readFileSync(path.join(out, 'cli.cjs'), 'latin1');
+    assert.match(text, /zod[\\/]v4[\\/]locales[\\/]en\.js/);
+    assert.doesNotMatch(text, /zod[\\/]v4[\\/]locales[\\/]fr\.js|nodemailer[\\/]lib[\\/]/);
+    let delivered!: (raw: string) => void;
+    const mail = new Promise<string>((resolve) => {
+      delivered = resolve;
+    });
+    smtp = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS'],
+      onData(stream, _session, done) {
+        let raw = '';
+        stream.on('data', (c: Buffer) => {
+          raw += c.toString('utf8');
+        });
+        stream.on('end', () => {
+          done();
+          delivered(raw);
+        });
+      },
+    });
+    smtp.listen(0, '127.0.0.1');
+    await once(smtp.server, 'listening');
+    const cwd = mkdtempSync(path.join(out, 'hub-'));
+    const token = 'svc_tok_bundle-mail-admin-0001';
+    const hub = startCli(['hub'], {
+      cwd,
+      env: {
+        SVC_CLI_DIST: out,
+        SVC_HUB_PORT: '0',
+        SVC_HOME: path.join(cwd, 'home'),
+        SVC_DATABASE_URL: path.join(cwd, 'hub.db'),
+        SVC_ADMIN_TOKEN: token,
+        SVC_SMTP_URL: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`,
+      },
+    });
+    try {
+      const ready = JSON.parse((await hub.waitFor(/^\{.*"hub ready".*\}$/m))[0]) as { url: string };
+      const res = await fetch(`${ready.url}/v1/orgs/new`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ slug: 'mailed', owner: { email: 'boss@mailed.test' } }),
+      });
+      const body = (await res.json()) as { data: { owner_invite: { code: string; email_sent: boolean } } };
+      assert.ok(res.ok, JSON.stringify(body));
+      assert.equal(body.data.owner_invite.email_sent, true);
+      assert.ok((await mail).includes(body.data.owner_invite.code), 'the e-mail carries the invitation code');
+    } finally {
+      assert.equal(await hub.stop('SIGTERM'), 0, hub.stderr());
+    }
   });
 });
