@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { SMTPServer } from 'smtp-server';
 import { runCli, startCli } from '../helpers/cli.js';
+import { type SmtpSink, startSmtpSink } from '../helpers/smtp.js';
 
 /**
  * The built CLI as `npm run build` makes it (scripts/build-cli.mjs: one CommonJS bundle, run by
@@ -20,7 +18,7 @@ describe('the built CLI', () => {
   let out: string;
   let cache: string;
   let devCache: string;
-  let smtp: SMTPServer | undefined;
+  let smtp: SmtpSink | undefined;
 
   before(() => {
     // Inside the tree, so that the bundle's packages resolve from node_modules above it.
@@ -35,8 +33,8 @@ describe('the built CLI', () => {
     cache = path.join(out, `cli.cjs.${process.version}-${process.arch}.cli.cache`);
     devCache = path.join(out, `cli.cjs.${process.version}-${process.arch}.dev.cache`);
   });
-  after(() => {
-    smtp?.close();
+  after(async () => {
+    await smtp?.close();
     rmSync(out, { recursive: true, force: true });
   });
 
@@ -103,26 +101,8 @@ describe('the built CLI', () => {
     const text = readFileSync(path.join(out, 'cli.cjs'), 'latin1');
     assert.match(text, /zod[\\/]v4[\\/]locales[\\/]en\.js/);
     assert.doesNotMatch(text, /zod[\\/]v4[\\/]locales[\\/]fr\.js|nodemailer[\\/]lib[\\/]/);
-    let delivered!: (raw: string) => void;
-    const mail = new Promise<string>((resolve) => {
-      delivered = resolve;
-    });
-    smtp = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ['STARTTLS'],
-      onData(stream, _session, done) {
-        let raw = '';
-        stream.on('data', (c: Buffer) => {
-          raw += c.toString('utf8');
-        });
-        stream.on('end', () => {
-          done();
-          delivered(raw);
-        });
-      },
-    });
-    smtp.listen(0, '127.0.0.1');
-    await once(smtp.server, 'listening');
+    smtp = await startSmtpSink();
+    const mail = smtp.next();
     const cwd = mkdtempSync(path.join(out, 'hub-'));
     const token = 'svc_tok_bundle-mail-admin-0001';
     const hub = startCli(['hub'], {
@@ -133,7 +113,7 @@ describe('the built CLI', () => {
         SVC_HOME: path.join(cwd, 'home'),
         SVC_DATABASE_URL: path.join(cwd, 'hub.db'),
         SVC_ADMIN_TOKEN: token,
-        SVC_SMTP_URL: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`,
+        SVC_SMTP_URL: smtp.url,
       },
     });
     try {
@@ -146,7 +126,10 @@ describe('the built CLI', () => {
       const body = (await res.json()) as { data: { owner_invite: { code: string; email_sent: boolean } } };
       assert.ok(res.ok, JSON.stringify(body));
       assert.equal(body.data.owner_invite.email_sent, true);
-      assert.ok((await mail).includes(body.data.owner_invite.code), 'the e-mail carries the invitation code');
+      assert.ok(
+        (await mail).raw.includes(body.data.owner_invite.code),
+        'the e-mail carries the invitation code',
+      );
     } finally {
       assert.equal(await hub.stop('SIGTERM'), 0, hub.stderr());
     }
