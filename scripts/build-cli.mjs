@@ -73,7 +73,7 @@ const pgRuntimeCheck = {
 
 /**
  * zod's namespace `z` re-exports every locale (`z.locales`), so a bundle that uses `z` holds all of
- * them: 400 kB of messages in 48 languages, read at every start. svc speaks English, which zod sets
+ * them: 400 kB of messages in 63 locales, read at every start. svc speaks English, which zod sets
  * itself (from its own module, not this index): `z.locales` keeps only `en`.
  */
 const zodLocales = {
