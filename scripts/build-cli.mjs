@@ -5,7 +5,8 @@
 // (`vm.Script` cachedData, bin/svc.js) but not of ES modules: with the cache, a start no longer parses
 // the bundle. Commands and each `await import()` stay lazy: their modules run when first reached.
 // Native and optional packages stay outside (better-sqlite3, pg-native, ws's optional helpers,
-// esbuild, which only the sources use). `import.meta.url` keeps its meaning: every module's is the
+// esbuild, which only the sources use), and so does nodemailer, which no start reads; of zod's
+// locales only English is bundled. `import.meta.url` keeps its meaning: every module's is the
 // URL its file would have in an unbundled dist/ (dist/hub/console.js…), so the paths modules find
 // relative to themselves (dist/console/, examples/) are the same as from the sources.
 // A CommonJS package loaded with `await import()` gives only its default export in the bundle (Node
