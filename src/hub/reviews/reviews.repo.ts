@@ -2,13 +2,13 @@ import { type Kysely, sql } from 'kysely';
 import { type DB, updateOne } from '../../db/index.js';
 import { preparedQuery } from '../../db/prepared.js';
 import type { ReviewsTable } from '../../db/schema.js';
-import type { Review } from '../../shared/api/reviews.js';
 import {
   REVIEW_ACTIONS,
   REVIEW_STATES,
   type ReviewAction,
   type ReviewState,
-} from '../../shared/api/reviews.js';
+} from '../../shared/api/review-states.js';
+import type { Review } from '../../shared/api/reviews.js';
 import type { Write } from '../cluster/bus.js';
 
 /** Reviews: SQL and the row → Review mapper (src/hub/reviews/). */

@@ -1,20 +1,14 @@
 import { z } from 'zod';
 import { ms } from './envelope.js';
+import { REVIEW_ACTIONS, REVIEW_STATES } from './review-states.js';
+
+export { REVIEW_ACTIONS, REVIEW_STATES };
 
 /** Reviews: a person's verdict on a phase of a run (docs/api.md "Reviews"). */
 
-export const REVIEW_STATES = [
-  'open',
-  'approved',
-  'rejected',
-  'changes_requested',
-  'expired',
-  'cancelled',
-] as const;
 export const ReviewState = z.enum(REVIEW_STATES);
 export type ReviewState = z.infer<typeof ReviewState>;
 
-export const REVIEW_ACTIONS = ['approve', 'reject', 'request_changes', 'comment'] as const;
 export const ReviewAction = z.enum(REVIEW_ACTIONS);
 export type ReviewAction = z.infer<typeof ReviewAction>;
 
