@@ -3,6 +3,7 @@ import { ZodError, type z } from 'zod';
 import type { DAEMON_REPLIES, DaemonRoutePath } from '../shared/api/daemon.js';
 import type { Clock } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
+import { merged } from '../shared/merged.js';
 import type { Caller } from './caller.js';
 import type { DaemonConfig } from './config.js';
 import type { DaemonDB } from './db/schema.js';
@@ -122,7 +123,7 @@ export function createRouter(
     if (refused) return fail(refused);
     const parsed = r.input.safeParse(body === undefined ? {} : body);
     if (!parsed.success) return fail(toError(parsed.error, path));
-    const rctx: RouteContext = { ...ctx, caller, txId };
+    const rctx: RouteContext = merged(ctx, { caller, txId });
     try {
       if (r.transactional === false) {
         const data = await r.handler(rctx, parsed.data);

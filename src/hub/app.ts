@@ -8,11 +8,12 @@ import { sql } from 'kysely';
 import { drainRequestBody } from '../shared/drain.js';
 import { AppError, RateLimitedError } from '../shared/errors.js';
 import { jsonTextTooDeep, tooDeepMessage } from '../shared/json-depth.js';
+import { merged } from '../shared/merged.js';
 import { authenticate } from './auth/authenticate.js';
 import type { Hub } from './context.js';
 import { errorBody, statusOf, toAppError } from './http/errors.js';
 import { BODY_LIMIT } from './http/limits.js';
-import type { Op } from './http/op.js';
+import type { Op, OpContext } from './http/op.js';
 import type { OpCaller, PasswordGateStats } from './ports.js';
 
 export interface AppOptions {
@@ -147,7 +148,8 @@ async function runOp(
   const parsed = o.input.safeParse(body ?? {});
   if (!parsed.success) throw parsed.error;
   let status = 200;
-  const out = await o.handler({ ...hub, actor, ip, status: (s) => (status = s) }, parsed.data);
+  const ctx: OpContext = merged(hub, { actor, ip, status: (s: number) => (status = s) });
+  const out = await o.handler(ctx, parsed.data);
   return { status, body: { ok: true, ...out } };
 }
 

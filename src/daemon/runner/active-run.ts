@@ -1,4 +1,5 @@
 import type { Logger } from '../../shared/logger.js';
+import { merged } from '../../shared/merged.js';
 import type { AgentRun } from './agent.js';
 import type { LeasedRun, RunHubCaller } from './hub-caller.js';
 import { LogBuffer } from './logs.js';
@@ -32,7 +33,7 @@ export class ActiveRun implements LeasedRun {
     private readonly killGraceMs: number,
     deps: { caller: RunHubCaller; log: Logger; now: () => number },
   ) {
-    this.logs = new LogBuffer(this, { ...deps, redactor: this.redactor });
+    this.logs = new LogBuffer(this, merged(deps, { redactor: this.redactor }));
     this.now = deps.now;
   }
 

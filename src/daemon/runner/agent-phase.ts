@@ -1,3 +1,4 @@
+import { merged } from '../../shared/merged.js';
 import type { ExecuteRunBody, RunPhase } from '../../shared/protocol.js';
 import type { ActiveRun } from './active-run.js';
 import { startAgent } from './agent.js';
@@ -60,7 +61,7 @@ export async function runAgentPhase(
       }),
       SVC_ARTIFACTS_DIR: artifactsDir,
     },
-    onLine: (line) => run.logs.push({ ...line, phase: phase.name }),
+    onLine: (line) => run.logs.push(merged(line, { phase: phase.name })),
     spawn: ctx.spawn,
   });
   run.agents.add(agent);

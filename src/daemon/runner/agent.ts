@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { jsonTextTooDeep } from '../../shared/json-depth.js';
+import { merged } from '../../shared/merged.js';
 import type { RunAgentManifest, RunLogLine } from '../../shared/protocol.js';
 import { type Spawn, signalGroup } from './spawner.js';
 
@@ -93,7 +94,7 @@ function agentEnvironment(
   svc: Record<string, string>,
 ): Record<string, string> {
   inherited ??= baseEnvironment(process.env);
-  return { ...inherited, ...manifestEnv, ...svc };
+  return merged(merged(inherited, manifestEnv), svc);
 }
 
 /**
@@ -156,7 +157,10 @@ export function startAgent(spec: AgentSpec): AgentRun {
   const [cmd, ...args] = manifest.command;
   const child = spec.spawn(cmd!, args, {
     cwd: spec.cwd,
-    env: agentEnvironment({ ...manifest.env, ...spec.secrets }, { ...spec.env, SVC_OUTPUT: spec.outputFile }),
+    env: agentEnvironment(
+      merged(manifest.env, spec.secrets ?? {}),
+      merged(spec.env, { SVC_OUTPUT: spec.outputFile }),
+    ),
   });
   let timedOut = false;
   let stopped = false;

@@ -2,6 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import { type DB, isPostgres } from '../../db/index.js';
 import { prepared } from '../../db/prepared.js';
 import type { CommandOutboxTable } from '../../db/schema.js';
+import { merged } from '../../shared/merged.js';
 import type { AckFrame } from '../../shared/protocol.js';
 import { insertRows, OUTBOX_CHANNEL, outboxNotice, writeThenNotify } from '../cluster/bus.js';
 import type { CommandResult, NewCommand } from '../ports.js';
@@ -47,7 +48,7 @@ export async function enqueueCommand(
   const txId = ids.newId();
   const now = ids.now();
   const withTx =
-    body !== null && typeof body === 'object' && !Array.isArray(body) ? { ...body, tx_id: txId } : body;
+    body !== null && typeof body === 'object' && !Array.isArray(body) ? merged(body, { tx_id: txId }) : body;
   const text = JSON.stringify(withTx ?? null);
   const insert = insertRows(db, 'command_outbox', [
     {

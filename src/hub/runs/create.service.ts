@@ -3,6 +3,7 @@ import { type DB, isUniqueViolation } from '../../db/index.js';
 import type { RunsTable, WorkspacesTable } from '../../db/schema.js';
 import type { Actor as HistoryActor, Run } from '../../shared/api/runs.js';
 import { AppError, conflict, notFound } from '../../shared/errors.js';
+import { merged } from '../../shared/merged.js';
 import type { StartChildBody } from '../../shared/protocol.js';
 import { requireRealm } from '../access/access.service.js';
 import type { Actor, DaemonActor } from '../access/actor.js';
@@ -177,7 +178,7 @@ export async function startRun(
   if (repeat) return repeat;
   if (workspace) await requireReadyWorkspace(hub, workspace.id);
   const { policy, ...resolved } = await resolveTarget(hub, realm.org_id, input);
-  const target = { ...resolved, policy };
+  const target = merged(resolved, { policy });
   if (workspace) await requireAllowedIn(hub, { ...workspace, realm_id: realm.id }, target);
   const reviewers = input.reviewers ? await checkReviewers(hub, realm, target, input.reviewers) : null;
   const inputs = input.inputs ?? {};
@@ -185,8 +186,7 @@ export async function startRun(
     input.concurrency_key !== undefined
       ? { key: input.concurrency_key, limit: input.concurrency_limit ?? 1 }
       : null;
-  const seed: RunSeed = {
-    ...resolved,
+  const seed: RunSeed = merged(resolved, {
     org_id: realm.org_id,
     realm_id: realm.id,
     workspace_id: workspace?.id ?? null,
@@ -195,7 +195,7 @@ export async function startRun(
     inputs,
     priority: input.priority ?? DEFAULT_PRIORITY,
     groups: groupsOfRun(
-      { ...resolved, realm_id: realm.id, workspace_id: workspace?.id ?? null, inputs },
+      merged(resolved, { realm_id: realm.id, workspace_id: workspace?.id ?? null, inputs }),
       policy.concurrency,
       extra,
     ),
@@ -212,7 +212,7 @@ export async function startRun(
     call_depth: 0,
     iteration_key: null,
     created_by_user_id: by.user_id,
-  };
+  });
   // The run is written and sent where it goes in one transaction; the reply shows it as created.
   const run: NewRun = {
     runId: hub.newId(),

@@ -5,6 +5,7 @@ import type { RunsTable } from '../../db/schema.js';
 import type { WaitingFor } from '../../shared/api/runs.js';
 import { forbidden, notFound } from '../../shared/errors.js';
 import { groupCallsPer } from '../../shared/group-calls.js';
+import { merged } from '../../shared/merged.js';
 import type { ExecuteRunBody, RunAgentManifest, RunPhase } from '../../shared/protocol.js';
 import type { DaemonActor } from '../access/actor.js';
 import { definitionOfVersion } from '../catalog/catalog.repo.js';
@@ -110,13 +111,12 @@ async function assign(
   },
 ): Promise<number | null> {
   const now = tx.hub.now();
-  const set = {
-    ...how.set,
+  const set = merged(how.set ?? {}, {
     daemon_id: daemonId,
     lease_epoch: run.lease_epoch + 1,
     lease_expires_at: now + how.leaseMs,
     ...(how.workspacePath !== undefined ? { workspace_path: how.workspacePath } : {}),
-  };
+  });
   const moved = await transition(tx, run, 'assigned', {
     set,
     guard: (q) => (how.queueItemId === undefined ? q : q.where('queue_item_id', '=', how.queueItemId)),

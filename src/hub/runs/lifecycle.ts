@@ -3,6 +3,7 @@ import type { DB } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import { isTerminal, type RunState } from '../../shared/api/run-states.js';
 import { conflict } from '../../shared/errors.js';
+import { merged } from '../../shared/merged.js';
 import type { Tx } from '../context.js';
 import { addHistory, type HistoryEntry } from './history.repo.js';
 import { json } from './run.mapper.js';
@@ -101,11 +102,10 @@ export async function transition(tx: Tx, run: RunsTable, to: RunState, move: Mov
 
 /** What follows every move: its history entry, and when the run ends, its end's consequences. */
 async function recordMove(tx: Tx, after: RunsTable, history: Partial<HistoryEntry> = {}): Promise<void> {
-  await addHistory(tx.db, tx.hub, after, after.state, {
-    phase: after.current_phase,
-    ...history,
+  const entry: HistoryEntry = merged(merged({ phase: after.current_phase }, history), {
     type: history.type ?? DEFAULT_ENTRY[after.state],
   });
+  await addHistory(tx.db, tx.hub, after, after.state, entry);
   if (isTerminal(after.state)) await ended(tx, after);
 }
 

@@ -2,6 +2,7 @@ import type { RunsTable } from '../../db/schema.js';
 import { together } from '../../db/together.js';
 import type { Actor as HistoryActor } from '../../shared/api/runs.js';
 import { groupCallsPer } from '../../shared/group-calls.js';
+import { merged } from '../../shared/merged.js';
 import type { RunNeeds } from '../catalog/installs.service.js';
 import { insertRows, writeThenNotify } from '../cluster/bus.js';
 import type { Hub, Tx } from '../context.js';
@@ -106,7 +107,7 @@ const writeTogether = groupCallsPer(
 
 /** Writes one new run, together with the others started meanwhile (see above). */
 export function writeNewRun(hub: Hub, run: NewRun): Promise<WrittenRun> {
-  return writeTogether(hub.db, { ...run, hub });
+  return writeTogether(hub.db, merged(run, { hub }));
 }
 
 /**
@@ -197,8 +198,7 @@ async function insertRuns(
   const queued = runs.map(({ runId, seed }): RunsTable => {
     const { base_name, child_key, groups, queue_timeout_ms, timeout_ms, ...fields } = seed;
     const numbered = seed.run_name === null ? unnamed.get(`${seed.realm_id} ${subjectOf(seed)}`)! : null;
-    return {
-      ...fields,
+    return merged(fields, {
       run_id: runId,
       call_path: toJson(seed.call_path),
       child_key: child_key ?? null,
@@ -231,7 +231,7 @@ async function insertRuns(
       waiting_for: null,
       queue_deadline_at: queue_timeout_ms === null ? null : now + queue_timeout_ms,
       run_deadline_at: timeout_ms === null ? null : now + timeout_ms,
-    };
+    });
   });
   const born = queued.map((row, i) =>
     offeredAtOnce({ seed: runs[i]!.seed, plan: plans[i]! })

@@ -3,6 +3,7 @@ import { type DB, isPostgres, updateOne } from '../../db/index.js';
 import { preparedQuery } from '../../db/prepared.js';
 import type { RunsTable } from '../../db/schema.js';
 import { together } from '../../db/together.js';
+import { merged } from '../../shared/merged.js';
 import { insertRows, type Write } from '../cluster/bus.js';
 import { RUN_COLUMNS } from './run-read.repo.js';
 import { assignOfferedRun } from './runs.repo.js';
@@ -25,14 +26,13 @@ export function newQueueItem(
   db: Kysely<DB>,
   item: { id: string; realm_id: string; payload: unknown; created_at: number },
 ): Write {
-  const row = {
-    ...item,
+  const row = merged(item, {
     kind: RUN_ITEM_KIND,
     payload: JSON.stringify(item.payload),
     status: 'offered' as const,
     claimed_by: null,
     claimed_at: null,
-  };
+  });
   return insertRows(db, 'queue_items', [row]);
 }
 

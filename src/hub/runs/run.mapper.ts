@@ -19,14 +19,18 @@ export const toJson = (v: unknown): string | null =>
  * over 60 s.
  */
 export function forceTerminateOf(run: RunsTable, daemonOnline: boolean, now: number): ForceTerminate {
-  const base = {
+  // One literal, not a spread of the common fields: this is built for every run shown.
+  const answer = (eligible: boolean, trigger: string | null, blocker: string | null) => ({
     already_terminated: run.state === 'terminated',
     terminated_at: run.terminated_at,
     terminated_by_user_id: run.terminated_by_user_id,
     terminated_reason: run.terminated_reason,
-  };
-  const yes = (trigger: string) => ({ ...base, eligible: true, trigger, blocker: null });
-  const no = (blocker: string) => ({ ...base, eligible: false, trigger: null, blocker });
+    eligible,
+    trigger,
+    blocker,
+  });
+  const yes = (trigger: string) => answer(true, trigger, null);
+  const no = (blocker: string) => answer(false, null, blocker);
   // A lost run has ended, but nobody confirmed its agent stopped: it may still be terminated.
   if (run.state === 'lost') return yes('lease_expired');
   if (isTerminal(run.state)) return no('already_terminal');

@@ -11,6 +11,7 @@ import { type DB, updateOne } from '../../db/index.js';
 import { preparedQuery } from '../../db/prepared.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
+import { merged } from '../../shared/merged.js';
 import { decodeCursor } from '../http/paging.js';
 import { loadRun, loadRuns, RUN_COLUMNS } from './run-read.repo.js';
 
@@ -74,7 +75,7 @@ export async function moveRow(
       (guard ?? ((q) => q))(
         db
           .updateTable('runs')
-          .set({ ...set, state: to })
+          .set(merged(set, { state: to }))
           .where('run_id', '=', run.run_id)
           .where('state', '=', run.state)
           .where('lease_epoch', '=', run.lease_epoch),
@@ -130,7 +131,7 @@ export function assignOfferedRun(
   // PostgreSQL (src/db/pg-client.ts) and planned once.
   return q
     .updateTable('runs')
-    .set({ ...set, state: 'assigned', daemon_id: daemonId, lease_epoch: sql<number>`lease_epoch + 1` })
+    .set(merged(set, { state: 'assigned', daemon_id: daemonId, lease_epoch: sql<number>`lease_epoch + 1` }))
     .where('queue_item_id', '=', itemId)
     .where('state', '=', sql.lit('offered'))
     .returning(RUN_COLUMNS);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { RUN_STATES } from '../../shared/api/run-states.js';
+import { merged } from '../../shared/merged.js';
 import { AppendLogsBody, RenewLeaseBody, RunReportBody, StartChildBody } from '../../shared/protocol.js';
 import { requireDaemon } from '../access/access.service.js';
 import { id, op, paging } from '../http/op.js';
@@ -52,10 +53,11 @@ export const runOps = [
         message: 'needs concurrency_key',
       }),
     async handler(ctx, input) {
-      const { run, created } = await createRun(ctx, ctx.actor, {
-        ...input,
-        external_id: input.external_id ?? undefined,
-      });
+      const { run, created } = await createRun(
+        ctx,
+        ctx.actor,
+        merged(input, { external_id: input.external_id ?? undefined }),
+      );
       // A repeat of an idempotency_key answers the first run with 200 (CONTRACT.md §10).
       ctx.status(created ? 201 : 200);
       return { data: run };
