@@ -18,7 +18,7 @@
 import { mintToken } from '../src/shared/tokens.js';
 import type { BenchResult } from './index.js';
 import { type Child, startChild } from './lib/child.js';
-import { benchDatabase, pool, post, sleep } from './lib/util.js';
+import { benchDatabase, cpuMsOf, pool, post, sleep } from './lib/util.js';
 
 const IDLE_DAEMONS = Number(process.env.SVC_BENCH_IDLE_DAEMONS ?? 5_000);
 const PING_MS = 5_000;
@@ -38,6 +38,8 @@ interface Held {
   after: Mem;
   connectMs: number;
   pings: number;
+  /** The server's CPU time while the connections opened (ms). */
+  connectCpuMs: number;
   /** The reconnect storm: stop → all back, new process ready → all back (ms), dials made. */
   storm: { totalMs: number; afterReadyMs: number; redials: number; failed: number };
   /** The server process after the restart. */
@@ -71,11 +73,13 @@ async function hold(
   const clients = await startChild('daemons-process.ts', { fdLimit: FD_LIMIT });
   try {
     const before = (await server.request('memory')) as Mem;
+    const cpu0 = cpuMsOf(server.pid);
     const c = await clients.request(
       'connect',
       { url, daemons, concurrency: CONNECT_CONCURRENCY, pingMs: PING_MS, plain, reconnect: true },
       240_000,
     );
+    const connectCpuMs = cpuMsOf(server.pid) - cpu0;
     await clients.request('stats', { reset: true });
     await sleep(HOLD_MS);
     const st = await clients.request('stats');
@@ -105,6 +109,7 @@ async function hold(
       before,
       after,
       connectMs: c.ms,
+      connectCpuMs,
       pings: st.pings,
       storm: {
         totalMs: lastOpenAt - stopAt,
@@ -216,7 +221,9 @@ export default async function idleBench(): Promise<BenchResult[]> {
         note:
           `${CONNECT_CONCURRENCY} handshakes at a time; hub: token check, daemon online + daemon.connected event, hello with the ACL; ` +
           `${n.toLocaleString('en-US')} realm tokens made through the API in ${tokensS.toFixed(1)} s; ` +
-          `pings seen per daemon while held: ${(h.pings / n).toFixed(1)} (ws: ${(b.pings / n).toFixed(1)})`,
+          `pings seen per daemon while held: ${(h.pings / n).toFixed(1)} (ws: ${(b.pings / n).toFixed(1)}); ` +
+          `the server's CPU per connection while they opened (steadier than the rates on a shared machine): ` +
+          `hub ${Math.round((h.connectCpuMs / n) * 1000)} µs, ws ${Math.round((b.connectCpuMs / n) * 1000)} µs`,
       },
       {
         name: `reconnect storm: server stopped → every daemon back (${setup})`,

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../../db/index.js';
+import { prepared } from '../../db/prepared.js';
 import type { RealmRole } from '../../shared/permissions.js';
 import { effectiveRealmRole } from '../../shared/permissions.js';
 import type { AclEntry } from '../../shared/protocol.js';
@@ -26,6 +27,18 @@ export async function aclChanged(hub: Hub, scope: { realmId?: string; orgId?: st
  * the org. One query.
  */
 export async function realmAcl(db: Kysely<DB>, realmId: string): Promise<AclEntry[]> {
+  const rows = await aclRows(db, realmId);
+  const best = new Map<string, AclEntry>();
+  for (const r of rows) {
+    const prev = best.get(r.user_id);
+    const role = effectiveRealmRole(null, prev ? [prev.role, r.role] : [r.role])!;
+    best.set(r.user_id, { user_id: r.user_id, handle: r.handle, role });
+  }
+  return [...best.values()].sort((a, b) => a.handle.localeCompare(b.handle));
+}
+
+/** Read at every daemon's hello (once for those greeted together) and every push: compiled once. */
+const aclRows = prepared((db: Kysely<DB>, realmId: string) => {
   const orgAdmins = db
     .selectFrom('realms as r')
     .innerJoin('org_members as om', 'om.org_id', 'r.org_id')
@@ -55,26 +68,20 @@ export async function realmAcl(db: Kysely<DB>, realmId: string): Promise<AclEntr
     .selectFrom('users as su')
     .select(['su.id as user_id', sql<RealmRole>`'admin'`.as('role')])
     .where('su.is_site_admin', '=', 1);
-  const rows = await db
-    .selectFrom(orgAdmins.unionAll(direct).unionAll(viaGroups).unionAll(siteAdmins).as('x'))
-    .innerJoin('users as u', 'u.id', 'x.user_id')
-    .select(['x.user_id', 'u.handle', 'x.role'])
-    // A deleted organization's realms have no ACL.
-    .where(({ exists, selectFrom }) =>
-      exists(
-        selectFrom('realms as r')
-          .innerJoin('orgs as o', 'o.id', 'r.org_id')
-          .select('r.id')
-          .where('r.id', '=', realmId)
-          .where('o.deleted_at', 'is', null),
-      ),
-    )
-    .execute();
-  const best = new Map<string, AclEntry>();
-  for (const r of rows) {
-    const prev = best.get(r.user_id);
-    const role = effectiveRealmRole(null, prev ? [prev.role, r.role] : [r.role])!;
-    best.set(r.user_id, { user_id: r.user_id, handle: r.handle, role });
-  }
-  return [...best.values()].sort((a, b) => a.handle.localeCompare(b.handle));
-}
+  return (
+    db
+      .selectFrom(orgAdmins.unionAll(direct).unionAll(viaGroups).unionAll(siteAdmins).as('x'))
+      .innerJoin('users as u', 'u.id', 'x.user_id')
+      .select(['x.user_id', 'u.handle', 'x.role'])
+      // A deleted organization's realms have no ACL.
+      .where(({ exists, selectFrom }) =>
+        exists(
+          selectFrom('realms as r')
+            .innerJoin('orgs as o', 'o.id', 'r.org_id')
+            .select('r.id')
+            .where('r.id', '=', realmId)
+            .where('o.deleted_at', 'is', null),
+        ),
+      )
+  );
+});
