@@ -143,17 +143,35 @@ for (const kind of ['native', 'node'] as const) {
     });
 
     it('a helper that cannot start fails its agents with the reason', async () => {
-      const broken = new Spawner(
-        kind === 'native' ? { native: '/no/such/helper' } : { native: null, node: '/no/such/node' },
-      );
+      // A native helper that cannot start hands its agents to the Node helper: both fail here.
+      const broken = new Spawner({
+        native: kind === 'native' ? '/no/such/helper' : null,
+        node: '/no/such/node',
+      });
       try {
         const exit = await broken.spawn('/bin/true', [], { cwd: '/tmp', env }).exit;
         assert.ok('error' in exit);
-        assert.match(exit.error, /could not start the agent spawner \(\/no\/such\/(helper|node)\): .*ENOENT/);
+        assert.match(exit.error, /could not start the agent spawner \(\/no\/such\/node\): .*ENOENT/);
       } finally {
         await broken.close();
       }
     });
+
+    if (kind === 'native') {
+      it('a native helper that cannot start hands its agents, and the next ones, to the Node helper', async () => {
+        const fallback = new Spawner({ native: '/no/such/helper' });
+        try {
+          const first = fallback.spawn('/bin/sh', ['-c', 'echo first'], { cwd: '/tmp', env });
+          assert.equal(await text(first.stdout), 'first\n');
+          assert.deepEqual(await first.exit, { code: 0, signal: null });
+          assert.equal(fallback.kind, 'node');
+          const next = fallback.spawn('/bin/sh', ['-c', 'echo next'], { cwd: '/tmp', env });
+          assert.equal(await text(next.stdout), 'next\n');
+        } finally {
+          await fallback.close();
+        }
+      });
+    }
 
     it('once closed, its helper has exited and an agent is refused', async () => {
       const own = new Spawner(options);

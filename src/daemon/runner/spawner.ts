@@ -19,7 +19,8 @@ import { fileURLToPath } from 'node:url';
  *   process, that halves an agent's start (docs/benchmarks.md). Binary frames over its stdin and
  *   stdout.
  * - The Node one, a bare `node -e` with no modules of svc, where the native one was not built
- *   (Windows, or no compiler). Node's IPC channel (structured clone, so output stays bytes).
+ *   (Windows, or no compiler) or cannot start (built for another machine): its agents, and the next
+ *   ones, go to the Node one. Node's IPC channel (structured clone, so output stays bytes).
  * Each starts every agent in a process group of its own, with an empty environment of its own.
  *
  * The daemon still signals agents itself (their process groups, by pid). When the helper dies (it
@@ -86,7 +87,8 @@ interface SpawnRequest extends AgentCommand {
 }
 
 interface Pending {
-  cmd: string;
+  /** What was asked of the helper (sent again to the Node helper when the native one cannot start). */
+  request: SpawnRequest;
   pid: number | null;
   started(pid: number | null): void;
   stdout: PassThrough;
@@ -121,7 +123,7 @@ export class Spawner {
   private helper: Helper | null = null;
   private nextId = 1;
   private closed = false;
-  private readonly native: string | null;
+  private native: string | null;
   private readonly node: string;
 
   /** Starts the helper now, so that the first agent does not wait for it to start. */
@@ -141,20 +143,21 @@ export class Spawner {
       stderr,
       exit: new Promise((resolve) => (ended = resolve)),
     };
-    const pending: Pending = { cmd, pid: null, started, stdout, stderr, ended };
-    if (this.closed) {
-      settle(pending, { error: 'the daemon is stopping' });
-      return agent;
-    }
+    const request: SpawnRequest = { id: this.nextId++, cmd, args, cwd: opts.cwd, env: opts.env };
+    const pending: Pending = { request, pid: null, started, stdout, stderr, ended };
+    if (this.closed) settle(pending, { error: 'the daemon is stopping' });
+    else this.ask(pending);
+    return agent;
+  };
+
+  private ask(pending: Pending): void {
     // A helper that no longer takes requests is on its way out: its exit settles its own agents.
     if (!this.helper?.open()) this.helper = this.startHelper();
     const helper = this.helper;
-    const id = this.nextId++;
-    helper.agents.set(id, pending);
+    helper.agents.set(pending.request.id, pending);
     helper.hold(true);
-    helper.send({ id, cmd, args, cwd: opts.cwd, env: opts.env });
-    return agent;
-  };
+    helper.send(pending.request);
+  }
 
   /** Which helper starts the agents: `native` or `node` (operations and tests). */
   get kind(): 'native' | 'node' {
@@ -195,7 +198,18 @@ export class Spawner {
     proc.on('error', (err) => {
       // A helper that could not start never exits: its agents end here. Otherwise (a message that
       // could not be sent to a helper on its way out) its exit settles them.
-      if (proc.pid === undefined) lost(`could not start the agent spawner (${path}): ${err.message}`);
+      if (proc.pid !== undefined) return;
+      if (this.native !== null && !this.closed) {
+        // A native helper that does not run here (built for another machine, say): the Node helper
+        // starts these agents and the next ones.
+        this.native = null;
+        if (this.helper === helper) this.helper = null;
+        const waiting = [...helper.agents.values()];
+        helper.agents.clear();
+        for (const a of waiting) this.ask(a);
+        return;
+      }
+      lost(`could not start the agent spawner (${path}): ${err.message}`);
     });
     proc.once('exit', () =>
       lost('the process that started the agent ended unexpectedly; the agent was stopped'),
@@ -264,7 +278,7 @@ function nativeHelper(file: string): Helper {
   };
   const reader = new FrameReader((m) => {
     // Named as Node names a spawn's error: `spawn /bin/sh ENOENT`.
-    if ('error' in m) m.error = `spawn ${helper.agents.get(m.id)?.cmd ?? ''} ${m.error}`;
+    if ('error' in m) m.error = `spawn ${helper.agents.get(m.id)?.request.cmd ?? ''} ${m.error}`;
     onMessage(helper, m);
   });
   stdout.on('data', (chunk: Buffer) => reader.push(chunk));
