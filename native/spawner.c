@@ -16,6 +16,7 @@
  *                      kind 3, 4: output on stdout, stderr; payload: the bytes
  *                      kind 5: it ended and its output was read to the end; payload: the exit
  *                              code (-1 after a signal) and the signal number (0 without one)
+ *                      kind 6: the helper runs (its first message, id 0, no payload)
  *
  * `len` counts the bytes that follow it. Each agent gets /dev/null as its stdin, a session (and so a
  * process group) of its own, the default action for every signal and an empty signal mask. A command
@@ -44,7 +45,7 @@
 #define MAX_REQUEST (64u << 20)
 #define READ_CHUNK 65536
 
-enum { KIND_PID = 1, KIND_ERROR = 2, KIND_STDOUT = 3, KIND_STDERR = 4, KIND_EXIT = 5 };
+enum { KIND_PID = 1, KIND_ERROR = 2, KIND_STDOUT = 3, KIND_STDERR = 4, KIND_EXIT = 5, KIND_READY = 6 };
 
 struct agent {
   uint32_t id;
@@ -295,6 +296,7 @@ int main(void) {
   sa.sa_handler = on_child;
   sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
   sigaction(SIGCHLD, &sa, NULL);
+  send_message(0, KIND_READY, NULL, 0);
 
   unsigned char *in = NULL;
   size_t have = 0, cap = 0;

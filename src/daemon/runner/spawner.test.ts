@@ -140,6 +140,8 @@ for (const kind of ['native', 'node'] as const) {
       assert.equal(await text(b.stdout), 'again\n');
       assert.deepEqual(await b.exit, { code: 0, signal: null });
       assert.notEqual(spawner.helperPid, helper);
+      // A helper that ran and died is not a reason to change helpers.
+      assert.equal(spawner.kind, kind);
     });
 
     it('a helper that cannot start fails its agents with the reason', async () => {
@@ -171,6 +173,22 @@ for (const kind of ['native', 'node'] as const) {
           await fallback.close();
         }
       });
+
+      it('a native helper that ends before it is ready (built for another machine) hands its agents to the Node helper', async () => {
+        const dir = await mkdtemp(path.join(tmpdir(), 'svc-helper-'));
+        const fake = path.join(dir, 'svc-spawner');
+        await writeFile(fake, '#!/bin/sh\nexit 126\n', { mode: 0o755 });
+        const fallback = new Spawner({ native: fake });
+        try {
+          const a = fallback.spawn('/bin/sh', ['-c', 'echo once'], { cwd: '/tmp', env });
+          assert.equal(await text(a.stdout), 'once\n');
+          assert.deepEqual(await a.exit, { code: 0, signal: null });
+          assert.equal(fallback.kind, 'node');
+        } finally {
+          await fallback.close();
+          await rm(dir, { recursive: true, force: true });
+        }
+      });
     }
 
     it('once closed, its helper has exited and an agent is refused', async () => {
@@ -199,6 +217,7 @@ describe('the native helper’s frames', () => {
       return b;
     };
     const bytes = Buffer.concat([
+      frame(0, 6, Buffer.alloc(0)),
       frame(1, 1, int(4321)),
       frame(1, 3, Buffer.from('out')),
       frame(2, 2, int(2)),
@@ -212,6 +231,7 @@ describe('the native helper’s frames', () => {
       );
       for (let i = 0; i < bytes.length; i += cut) reader.push(bytes.subarray(i, i + cut));
       assert.deepEqual(seen, [
+        { id: 0, ready: true },
         { id: 1, pid: 4321 },
         { id: 1, fd: 1, data: 'out' },
         { id: 2, error: 'ENOENT' },

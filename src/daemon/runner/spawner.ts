@@ -19,8 +19,8 @@ import { fileURLToPath } from 'node:url';
  *   process, that halves an agent's start (docs/benchmarks.md). Binary frames over its stdin and
  *   stdout.
  * - The Node one, a bare `node -e` with no modules of svc, where the native one was not built
- *   (Windows, or no compiler) or cannot start (built for another machine): its agents, and the next
- *   ones, go to the Node one. Node's IPC channel (structured clone, so output stays bytes).
+ *   (Windows, or no compiler) or where it cannot start or ends before its first message (built for
+ *   another machine): having started nothing, its agents, and the next ones, go to the Node one. Node's IPC channel (structured clone, so output stays bytes).
  * Each starts every agent in a process group of its own, with an empty environment of its own.
  *
  * The daemon still signals agents itself (their process groups, by pid). When the helper dies (it
@@ -100,6 +100,11 @@ interface Pending {
 interface Helper {
   proc: ChildProcess;
   agents: Map<number, Pending>;
+  /**
+   * Whether it has said it runs (the native helper's first message). One that ends before has
+   * started no agent: its requests can go to another helper.
+   */
+  ready: boolean;
   /** Whether it takes requests (false once it is on its way out). */
   open(): boolean;
   send(req: SpawnRequest): void;
@@ -183,6 +188,20 @@ export class Spawner {
     await exited;
   }
 
+  /**
+   * A native helper that does not run here (built for another machine, say) ended before it was
+   * ready, so it started none of its agents: the Node helper starts them, and the next ones.
+   */
+  private fellBack(helper: Helper): boolean {
+    if (helper.ready || this.native === null || this.closed) return false;
+    this.native = null;
+    if (this.helper === helper) this.helper = null;
+    const waiting = [...helper.agents.values()];
+    helper.agents.clear();
+    for (const a of waiting) this.ask(a);
+    return true;
+  }
+
   private startHelper(): Helper {
     const helper = this.native === null ? nodeHelper(this.node) : nativeHelper(this.native);
     const { proc } = helper;
@@ -199,21 +218,12 @@ export class Spawner {
       // A helper that could not start never exits: its agents end here. Otherwise (a message that
       // could not be sent to a helper on its way out) its exit settles them.
       if (proc.pid !== undefined) return;
-      if (this.native !== null && !this.closed) {
-        // A native helper that does not run here (built for another machine, say): the Node helper
-        // starts these agents and the next ones.
-        this.native = null;
-        if (this.helper === helper) this.helper = null;
-        const waiting = [...helper.agents.values()];
-        helper.agents.clear();
-        for (const a of waiting) this.ask(a);
-        return;
-      }
-      lost(`could not start the agent spawner (${path}): ${err.message}`);
+      if (!this.fellBack(helper)) lost(`could not start the agent spawner (${path}): ${err.message}`);
     });
-    proc.once('exit', () =>
-      lost('the process that started the agent ended unexpectedly; the agent was stopped'),
-    );
+    proc.once('exit', () => {
+      if (!this.fellBack(helper))
+        lost('the process that started the agent ended unexpectedly; the agent was stopped');
+    });
     helper.hold(false);
     return helper;
   }
@@ -235,6 +245,7 @@ function nodeHelper(node: string): Helper {
   const helper: Helper = {
     proc,
     agents: new Map(),
+    ready: true,
     open: () => proc.connected,
     send: (req) => proc.send(req),
     end: () => proc.disconnect(),
@@ -261,6 +272,7 @@ function nativeHelper(file: string): Helper {
   const helper: Helper = {
     proc,
     agents: new Map(),
+    ready: false,
     open: () => stdin.writable && proc.exitCode === null && proc.signalCode === null,
     send(req) {
       const frame = encodeRequest(req);
@@ -277,6 +289,10 @@ function nativeHelper(file: string): Helper {
     },
   };
   const reader = new FrameReader((m) => {
+    if ('ready' in m) {
+      helper.ready = true;
+      return;
+    }
     // Named as Node names a spawn's error: `spawn /bin/sh ENOENT`.
     if ('error' in m) m.error = `spawn ${helper.agents.get(m.id)?.request.cmd ?? ''} ${m.error}`;
     onMessage(helper, m);
@@ -303,12 +319,15 @@ export function encodeRequest(req: SpawnRequest): Buffer | null {
   return Buffer.concat([head, body]);
 }
 
-const KIND = { pid: 1, error: 2, stdout: 3, stderr: 4, exit: 5 } as const;
+const KIND = { pid: 1, error: 2, stdout: 3, stderr: 4, exit: 5, ready: 6 } as const;
+
+/** The native helper's first message: it runs. */
+const READY = { id: 0, ready: true } as const;
 
 /** The native helper's messages, from the bytes of its stdout as they come. */
 export class FrameReader {
   private buffered: Buffer = Buffer.alloc(0);
-  constructor(private readonly onMessage: (m: HelperMessage) => void) {}
+  constructor(private readonly onMessage: (m: HelperMessage | typeof READY) => void) {}
 
   push(chunk: Buffer): void {
     let buf = this.buffered.length === 0 ? chunk : Buffer.concat([this.buffered, chunk]);
@@ -322,10 +341,12 @@ export class FrameReader {
   }
 }
 
-function decodeMessage(frame: Buffer): HelperMessage {
+function decodeMessage(frame: Buffer): HelperMessage | typeof READY {
   const id = frame.readUInt32LE(0);
   const kind = frame[4];
   switch (kind) {
+    case KIND.ready:
+      return READY;
     case KIND.pid:
       return { id, pid: frame.readInt32LE(5) };
     case KIND.error:
