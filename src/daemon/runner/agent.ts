@@ -88,13 +88,10 @@ function baseEnvironment(parent: NodeJS.ProcessEnv): Record<string, string> {
  */
 let inherited: Record<string, string> | null = null;
 
-/** An agent's environment: the base, then the manifest's `env`, then the daemon's SVC_* values. */
-function agentEnvironment(
-  manifestEnv: Record<string, string>,
-  svc: Record<string, string>,
-): Record<string, string> {
+/** An agent's environment: the base, then each of `layers` over the ones before. */
+function agentEnvironment(...layers: Record<string, string>[]): Record<string, string> {
   inherited ??= baseEnvironment(process.env);
-  return merged(merged(inherited, manifestEnv), svc);
+  return layers.reduce<Record<string, string>>((env, layer) => merged(env, layer), inherited);
 }
 
 /**
@@ -157,10 +154,8 @@ export function startAgent(spec: AgentSpec): AgentRun {
   const [cmd, ...args] = manifest.command;
   const child = spec.spawn(cmd!, args, {
     cwd: spec.cwd,
-    env: agentEnvironment(
-      merged(manifest.env, spec.secrets ?? {}),
-      merged(spec.env, { SVC_OUTPUT: spec.outputFile }),
-    ),
+    // The manifest's `env`, the phase's secrets over it, then the daemon's SVC_* values.
+    env: agentEnvironment(manifest.env, spec.secrets ?? {}, spec.env, { SVC_OUTPUT: spec.outputFile }),
   });
   let timedOut = false;
   let stopped = false;

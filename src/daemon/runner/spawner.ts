@@ -307,7 +307,7 @@ const NUL_REFUSED = 'the command, its arguments, its folder and its environment 
  * A request for the native helper (native/spawner.c): len, id, argc, envc, then the strings; null
  * when one of them holds a NUL byte, which would end it early.
  */
-export function encodeRequest(req: SpawnRequest): Buffer | null {
+function encodeRequest(req: SpawnRequest): Buffer | null {
   const strings = [req.cmd, ...req.args, req.cwd, ...Object.entries(req.env).map(([k, v]) => `${k}=${v}`)];
   if (strings.some((s) => s.includes('\0'))) return null;
   const body = Buffer.from(`${strings.join('\0')}\0`, 'utf8');

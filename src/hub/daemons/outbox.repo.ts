@@ -98,15 +98,18 @@ export async function takePendingCommands(
   return rows.sort((a, b) => Number(a.seq) - Number(b.seq));
 }
 
-/** Whether the daemon has a command `takePending` would take. */
-const anyPending = prepared((db: Kysely<DB>, daemonId: string, sentBefore: number) =>
+/** The daemon's commands due to be sent: pending, and never sent or last sent before `sentBefore`. */
+const due = (db: Kysely<DB>, daemonId: string, sentBefore: number) =>
   db
     .selectFrom('command_outbox')
     .select('tx_id')
     .where('daemon_id', '=', daemonId)
     .where('status', '=', 'pending')
-    .where((eb) => eb.or([eb('last_sent_at', 'is', null), eb('last_sent_at', '<', sentBefore)]))
-    .limit(1),
+    .where((eb) => eb.or([eb('last_sent_at', 'is', null), eb('last_sent_at', '<', sentBefore)]));
+
+/** Whether the daemon has a command `takePending` would take. */
+const anyPending = prepared((db: Kysely<DB>, daemonId: string, sentBefore: number) =>
+  due(db, daemonId, sentBefore).limit(1),
 );
 
 /** Run once per tunnel that opens, and at each delivery: compiled once. */
@@ -115,16 +118,7 @@ const takePending = prepared(
     db
       .updateTable('command_outbox')
       .set((eb) => ({ last_sent_at: now, attempts: eb('attempts', '+', 1) }))
-      .where('tx_id', 'in', (q) =>
-        q
-          .selectFrom('command_outbox')
-          .select('tx_id')
-          .where('daemon_id', '=', daemonId)
-          .where('status', '=', 'pending')
-          .where((eb) => eb.or([eb('last_sent_at', 'is', null), eb('last_sent_at', '<', sentBefore)]))
-          .orderBy('seq')
-          .limit(limit),
-      )
+      .where('tx_id', 'in', due(db, daemonId, sentBefore).orderBy('seq').limit(limit))
       .returning(['tx_id', 'path', 'body', 'seq']),
 );
 
