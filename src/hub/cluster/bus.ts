@@ -205,6 +205,13 @@ export async function writeThenNotify(
  */
 const MAX_KEPT_WRITES = 16;
 
+function emitChanges(changes: readonly Notice[]): void {
+  for (const n of changes) {
+    const [realmId, runId] = n.payload.split(' ') as [string, string];
+    runFeed.emit('change', realmId, runId);
+  }
+}
+
 /** Runs `writes` then sends `notices`; on PostgreSQL as one statement, which starts with `prefix`. */
 async function send(
   // biome-ignore lint/suspicious/noExplicitAny: works for any schema
@@ -215,11 +222,10 @@ async function send(
 ): Promise<void> {
   if (!isPostgres(db)) {
     for (const w of writes) await w.execute();
-    for (const n of notices) {
-      if (n.channel !== RUNS_CHANNEL) continue;
-      const [realmId, runId] = n.payload.split(' ') as [string, string];
-      runFeed.emit('change', realmId, runId);
-    }
+    const changes = notices.filter((n) => n.channel === RUNS_CHANNEL);
+    // Told once this turn is over: by then the transaction has committed and what it sends (an
+    // offer, the request's reply) has left, so the streams' reads do not come before them.
+    if (changes.length > 0) setImmediate(emitChanges, changes);
     return;
   }
   if (writes.length === 0 && notices.length === 0) return;

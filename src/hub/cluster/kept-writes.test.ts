@@ -31,12 +31,15 @@ describe('writes kept until the commit', () => {
     ).map((r) => (JSON.parse(r.body) as { n: number }).n);
 
   it('commits every write of a large transaction, in order, with its notices', async () => {
-    // The change notice: emitted at once on SQLite, heard through LISTEN after the commit on PostgreSQL.
-    const heard = new Promise<void>((resolve) => {
+    // The change notice: on SQLite told once the transaction has committed and its caller has gone
+    // on, so the event streams' reads never come before what the transaction sends (an offer, a
+    // reply); on PostgreSQL heard through LISTEN, after the commit.
+    let committed = false;
+    const heard = new Promise<boolean>((resolve) => {
       const onChange = (_realm: string, run: string) => {
         if (run !== 'run-kept') return;
         runFeed.off('change', onChange);
-        resolve();
+        resolve(committed);
       };
       runFeed.on('change', onChange);
     });
@@ -45,11 +48,15 @@ describe('writes kept until the commit', () => {
       for (let n = 0; n < 40; n++) await tx.command(w.daemonId, 'test/kept', { n });
       await notifyRunChanged(tx.db, [{ realm_id: w.realmId, run_id: 'run-kept' }]);
     });
+    committed = true;
     assert.deepEqual(
       await commandsOf('test/kept'),
       Array.from({ length: 40 }, (_, n) => n),
     );
-    await heard;
+    const toldAfter = await heard;
+    if (h.running.hub.dialect === 'sqlite') {
+      assert.equal(toldAfter, true, 'the change was told before the caller of its transaction went on');
+    }
   });
 
   it('writes nothing when the transaction rolls back, even after part of it was sent', async () => {
