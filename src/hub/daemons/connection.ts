@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import { type RawData, WebSocket } from 'ws';
+import { groupCalls } from '../../shared/group-calls.js';
 import { jsonTextTooDeep, tooDeepMessage } from '../../shared/json-depth.js';
 import type {
   AckFrame,
@@ -22,7 +23,13 @@ import {
 } from '../ports.js';
 import { realmAcl } from './acl.js';
 import { signDispatch } from './dispatch.js';
-import { markAcked, recordNoticedSent, type StoredCommand, takePendingCommands } from './outbox.repo.js';
+import {
+  daemonsWithDueCommands,
+  markAcked,
+  recordNoticedSent,
+  type StoredCommand,
+  takePendingCommands,
+} from './outbox.repo.js';
 import type { Presence } from './presence.js';
 
 /** What the tunnel needs from the hub: everything but itself. */
@@ -49,6 +56,8 @@ export interface TunnelState {
   presence: Presence;
   /** A realm's ACL being read for connections' hellos: connections that open together share it. */
   aclReads: Map<string, Promise<AclEntry[]>>;
+  /** Whether commands wait for a daemon whose tunnel opens (`waitingOnOpen`). */
+  waitingOnOpen(conn: Conn): Promise<boolean>;
 }
 
 /**
@@ -110,6 +119,8 @@ function keptToken(conn: Conn, at: number): string | null {
 
 /** Commands read from the outbox per query when delivering. */
 const BATCH = 200;
+/** Opening tunnels whose waiting commands are looked for in one statement, at most. */
+const OPENING_GROUP = 500;
 /** last_seen_at is written on pongs at most this often. */
 export const TOUCH_EVERY_MS = 5_000;
 
@@ -196,7 +207,24 @@ async function greet(s: TunnelState, conn: Conn): Promise<void> {
     connection_id: conn.id,
     online_at: onlineAt,
   });
-  flush(s, conn);
+  // Read once greeted: what is written from now on wakes the connection itself. A read that fails
+  // leaves it to the delivery to look.
+  if (await s.waitingOnOpen(conn).catch(() => true)) flush(s, conn);
+}
+
+/**
+ * Whether commands wait for a daemon whose tunnel was just greeted: one read for the tunnels greeted
+ * together (their presence is written in one transaction, so a reconnect storm's thousands are
+ * greeted in groups), where each would otherwise read alone; most find none, and the delivery's own
+ * read is then skipped. Commands sent on the new connection since its hello are left out by the
+ * delivery's own read.
+ */
+export function waitingOnOpen(deps: TunnelDeps): (conn: Conn) => Promise<boolean> {
+  return groupCalls(async (conns: Conn[]) => {
+    const ids = conns.map((c) => c.daemonId);
+    const due = await daemonsWithDueCommands(deps.db, ids, deps.now());
+    return ids.map((id) => due.has(id));
+  }, OPENING_GROUP);
 }
 
 /**

@@ -98,14 +98,34 @@ export async function takePendingCommands(
   return rows.sort((a, b) => Number(a.seq) - Number(b.seq));
 }
 
-/** The daemon's commands due to be sent: pending, and never sent or last sent before `sentBefore`. */
-const due = (db: Kysely<DB>, daemonId: string, sentBefore: number) =>
+/** Commands due to be sent: pending, and never sent or last sent before `sentBefore`. */
+const dueCommands = (db: Kysely<DB>, sentBefore: number) =>
   db
     .selectFrom('command_outbox')
-    .select('tx_id')
-    .where('daemon_id', '=', daemonId)
     .where('status', '=', 'pending')
     .where((eb) => eb.or([eb('last_sent_at', 'is', null), eb('last_sent_at', '<', sentBefore)]));
+
+/** The daemon's commands due to be sent. */
+const due = (db: Kysely<DB>, daemonId: string, sentBefore: number) =>
+  dueCommands(db, sentBefore).select('tx_id').where('daemon_id', '=', daemonId);
+
+/**
+ * Which of `daemonIds` have commands due to be sent, in one statement: for the tunnels that open
+ * together, and the tunnel's safety net over every connected daemon.
+ */
+export async function daemonsWithDueCommands(
+  db: Kysely<DB>,
+  daemonIds: readonly string[],
+  sentBefore: number,
+): Promise<Set<string>> {
+  if (daemonIds.length === 0) return new Set();
+  const rows = await dueCommands(db, sentBefore)
+    .select('daemon_id')
+    .distinct()
+    .where('daemon_id', 'in', daemonIds)
+    .execute();
+  return new Set(rows.map((r) => r.daemon_id));
+}
 
 /** Whether the daemon has a command `takePending` would take. */
 const anyPending = prepared((db: Kysely<DB>, daemonId: string, sentBefore: number) =>

@@ -459,6 +459,66 @@ describe('daemon tunnel heartbeat', () => {
   });
   after(() => h.close());
 
+  it('tunnels opening together each get what waited for them and what was written while they opened, without the scan', async () => {
+    // A hub whose safety-net scan never runs here: only the opening and the wakes deliver.
+    const quiet = await startTestHub({ config: { outboxScanMs: 600_000 } });
+    try {
+      const world = await buildWorld(quiet);
+      const made = await Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          quiet.ok('realms/create_daemon_token', { realm_id: world.realmId, name: `opening-${i}` }),
+        ),
+      );
+      const ids = made.map((m) => m.data.daemon_id as string);
+      const qhub = quiet.running.hub;
+      const written = new Map<string, string[]>(ids.map((id) => [id, []]));
+      // Half of them have a command waiting before they connect.
+      for (const id of ids.slice(0, 8)) {
+        written.get(id)!.push((await enqueueCommand(qhub.db, qhub, id, 'teams/install', {})).tx_id);
+      }
+      // While they connect, each gets a command at every turn until its hello has arrived, and one
+      // more after it: some land while its tunnel is being greeted.
+      const greeted = new Set<string>();
+      const connecting = made.map((m, i) =>
+        connectDaemon(quiet.url, m.data.token).then((c) => {
+          greeted.add(ids[i]!);
+          return c;
+        }),
+      );
+      let all: TunnelClient[] = [];
+      const done = Promise.all(connecting).then((cs) => {
+        all = cs;
+      });
+      while (greeted.size < ids.length) {
+        await Promise.all(
+          ids
+            .filter((id) => !greeted.has(id))
+            .map(async (id) => written.get(id)!.push(await sendCommand(qhub, id, 'teams/install', {}))),
+        );
+        await new Promise((r) => setImmediate(r));
+      }
+      await done;
+      try {
+        for (const id of ids) written.get(id)!.push(await sendCommand(qhub, id, 'teams/install', {}));
+        await Promise.all(
+          all.map(async (c, i) => {
+            const want = new Set(written.get(ids[i]!)!);
+            const got = new Set<string>();
+            while (got.size < want.size) {
+              const cmd = await c.next('command', 5_000);
+              assert.ok(want.has(cmd.tx_id), `${cmd.tx_id} was not written for ${ids[i]}`);
+              got.add(cmd.tx_id);
+            }
+          }),
+        );
+      } finally {
+        await Promise.all(all.map((c) => c.close()));
+      }
+    } finally {
+      await quiet.close();
+    }
+  });
+
   it('drops a peer that stops answering pings and marks it offline', async () => {
     const org = await createOrgWithOwner(h, 'beat');
     const dt = await h.ok('realms/create_daemon_token', { realm_id: org.defaultRealmId, name: 'mute' });

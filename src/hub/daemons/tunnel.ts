@@ -19,9 +19,10 @@ import {
   type TunnelDeps,
   TunnelSocket,
   type TunnelState,
+  waitingOnOpen,
 } from './connection.js';
 import { loadDispatchKeys } from './dispatch.js';
-import { commandResult, loadCommand } from './outbox.repo.js';
+import { commandResult, daemonsWithDueCommands, loadCommand } from './outbox.repo.js';
 import { createPresence } from './presence.js';
 import { authenticateUpgrade, CONNECT_PATH, rejectUpgrade } from './upgrade.js';
 
@@ -69,6 +70,7 @@ export async function createTunnel(
     recordingAcks: false,
     presence: createPresence(deps, instanceId),
     aclReads: new Map(),
+    waitingOnOpen: waitingOnOpen(deps),
   };
 
   /**
@@ -162,26 +164,10 @@ export async function createTunnel(
   async function scan() {
     const ready = [...conns.values()].filter((c) => c.ready && !c.closed && !c.flushing);
     for (let i = 0; i < ready.length; i += 500) {
-      const chunk = ready.slice(i, i + 500);
-      const due = await deps.db
-        .selectFrom('command_outbox')
-        .select('daemon_id')
-        .distinct()
-        .where('status', '=', 'pending')
-        .where(
-          'daemon_id',
-          'in',
-          chunk.map((c) => c.daemonId),
-        )
-        .where((eb) =>
-          eb.or([
-            eb('last_sent_at', 'is', null),
-            eb('last_sent_at', '<', deps.now() - deps.config.outboxResendMs),
-          ]),
-        )
-        .execute();
-      for (const { daemon_id } of due) {
-        const conn = conns.get(daemon_id);
+      const chunk = ready.slice(i, i + 500).map((c) => c.daemonId);
+      const due = await daemonsWithDueCommands(deps.db, chunk, deps.now() - deps.config.outboxResendMs);
+      for (const daemonId of due) {
+        const conn = conns.get(daemonId);
         if (conn) flush(state, conn);
       }
     }
