@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { type DB, updateOne } from '../../db/index.js';
 import type { DaemonsTable } from '../../db/schema.js';
 import type { Daemon } from '../../shared/api/daemons.js';
@@ -86,25 +86,28 @@ export interface Connection {
   connectionId: string;
 }
 
-/** Marks each daemon online through its new connection (in the caller's transaction). */
+/**
+ * Marks each daemon online through its new connection (in the caller's transaction), all in one
+ * statement: a reconnect storm's groups are hundreds of daemons. Of two connections of one daemon,
+ * the later one wins.
+ */
 export async function markConnected(
   trx: Kysely<DB>,
   conns: readonly Connection[],
   at: number,
   hubInstanceId: string,
 ): Promise<void> {
-  for (const c of conns) {
-    await trx
-      .updateTable('daemons')
-      .set({
-        status: 'online',
-        last_seen_at: at,
-        connection_id: c.connectionId,
-        hub_instance_id: hubInstanceId,
-      })
-      .where('id', '=', c.daemonId)
-      .execute();
-  }
+  const latest = new Map(conns.map((c) => [c.daemonId, c.connectionId]));
+  if (latest.size === 0) return;
+  const connectionOf = sql<string>`case ${sql.ref('id')} ${sql.join(
+    [...latest].map(([daemonId, connectionId]) => sql`when ${daemonId} then ${connectionId}`),
+    sql` `,
+  )} end`;
+  await trx
+    .updateTable('daemons')
+    .set({ status: 'online', last_seen_at: at, connection_id: connectionOf, hub_instance_id: hubInstanceId })
+    .where('id', 'in', [...latest.keys()])
+    .execute();
 }
 
 /**

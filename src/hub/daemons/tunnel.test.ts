@@ -14,6 +14,7 @@ import { CommandFrame, HelloFrame, SERVICE_RESTART } from '../../shared/protocol
 import { mintToken } from '../../shared/tokens.js';
 import { aclChanged } from './acl.js';
 import { sendCommand } from './commands.js';
+import { markConnected } from './daemons.repo.js';
 import { DISPATCH_ALG, DISPATCH_ISSUER } from './dispatch.js';
 import { enqueueCommand, loadCommand, markAcked } from './outbox.repo.js';
 
@@ -450,14 +451,6 @@ describe('daemon tunnel', () => {
     assert.equal((await hub().tunnel.waitForAck(tx)).status, 'ok');
     assert.equal((await loadCommand(hub().db, tx))?.attempts, 2);
   });
-});
-
-describe('daemon tunnel heartbeat', () => {
-  let h: TestHub;
-  before(async () => {
-    h = await startTestHub({ config: { tunnelPingMs: 50 } });
-  });
-  after(() => h.close());
 
   it('tunnels opening together each get what waited for them and what was written while they opened, without the scan', async () => {
     // A hub whose safety-net scan never runs here: only the opening and the wakes deliver.
@@ -518,6 +511,56 @@ describe('daemon tunnel heartbeat', () => {
       await quiet.close();
     }
   });
+
+  it('marks the daemons of a group online in one statement, the later of two connections of one daemon winning', async () => {
+    const other = await h.ok('realms/create_daemon_token', { realm_id: w.realmId, name: 'group-mark' });
+    const db = hub().db;
+    await db.transaction().execute((trx) =>
+      markConnected(
+        trx,
+        [
+          { daemonId: w.daemonId, connectionId: 'conn-older' },
+          { daemonId: other.data.daemon_id, connectionId: 'conn-other' },
+          { daemonId: w.daemonId, connectionId: 'conn-newer' },
+        ],
+        1_234,
+        'instance-group',
+      ),
+    );
+    const rows = await db
+      .selectFrom('daemons')
+      .select(['id', 'status', 'connection_id', 'hub_instance_id', 'last_seen_at'])
+      .where('id', 'in', [w.daemonId, other.data.daemon_id])
+      .orderBy('id')
+      .execute();
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    assert.deepEqual(
+      { ...byId.get(w.daemonId), last_seen_at: Number(byId.get(w.daemonId)!.last_seen_at) },
+      {
+        id: w.daemonId,
+        status: 'online',
+        connection_id: 'conn-newer',
+        hub_instance_id: 'instance-group',
+        last_seen_at: 1_234,
+      },
+    );
+    assert.equal(byId.get(other.data.daemon_id)!.connection_id, 'conn-other');
+    assert.equal(byId.get(other.data.daemon_id)!.status, 'online');
+    // Left as a daemon with no tunnel would be.
+    await db
+      .updateTable('daemons')
+      .set({ status: 'offline', connection_id: null, hub_instance_id: null })
+      .where('id', 'in', [w.daemonId, other.data.daemon_id])
+      .execute();
+  });
+});
+
+describe('daemon tunnel heartbeat', () => {
+  let h: TestHub;
+  before(async () => {
+    h = await startTestHub({ config: { tunnelPingMs: 50 } });
+  });
+  after(() => h.close());
 
   it('drops a peer that stops answering pings and marks it offline', async () => {
     const org = await createOrgWithOwner(h, 'beat');
