@@ -479,10 +479,15 @@ describe('daemon tunnel', () => {
         }),
       );
       let all: TunnelClient[] = [];
-      const done = Promise.all(connecting).then((cs) => {
-        all = cs;
-      });
-      while (greeted.size < ids.length) {
+      let settled = false;
+      const done = Promise.all(connecting)
+        .then((cs) => {
+          all = cs;
+        })
+        .finally(() => {
+          settled = true;
+        });
+      while (!settled) {
         await Promise.all(
           ids
             .filter((id) => !greeted.has(id))
