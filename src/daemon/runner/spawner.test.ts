@@ -103,15 +103,12 @@ for (const kind of ['native', 'node'] as const) {
       });
       const out = await text(a.stdout);
       assert.deepEqual(await a.exit, { code: 0, signal: null });
-      const mask = (name: string) =>
-        BigInt(
-          `0x${
-            out
-              .split('\n')
-              .find((l) => l.startsWith(name))!
-              .split(/\s+/)[1]
-          }`,
-        );
+      const field = (name: string) =>
+        out
+          .split('\n')
+          .find((l) => l.startsWith(name))!
+          .split(/\s+/)[1];
+      const mask = (name: string) => BigInt(`0x${field(name)}`);
       assert.equal(mask('SigBlk:'), 0n);
       // Signals 1–31 (glibc's posix_spawn leaves its own two real-time signals, 32 and 33, ignored:
       // every glibc program sets its handlers for them as it starts).

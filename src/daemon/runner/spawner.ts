@@ -20,7 +20,8 @@ import { fileURLToPath } from 'node:url';
  *   stdout.
  * - The Node one, a bare `node -e` with no modules of svc, where the native one was not built
  *   (Windows, or no compiler) or where it cannot start or ends before its first message (built for
- *   another machine): having started nothing, its agents, and the next ones, go to the Node one. Node's IPC channel (structured clone, so output stays bytes).
+ *   another machine): having started nothing, its agents, and the next ones, go to the Node one.
+ *   Node's IPC channel (structured clone, so output stays bytes).
  * Each starts every agent in a process group of its own, with an empty environment of its own.
  *
  * The daemon still signals agents itself (their process groups, by pid). When the helper dies (it

@@ -205,6 +205,7 @@ export async function writeThenNotify(
  */
 const MAX_KEPT_WRITES = 16;
 
+/** Tells this process's event streams of the runs that changed (SQLite: one process). */
 function emitChanges(changes: readonly Notice[]): void {
   for (const n of changes) {
     const [realmId, runId] = n.payload.split(' ') as [string, string];

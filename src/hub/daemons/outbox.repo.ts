@@ -90,10 +90,6 @@ export async function takePendingCommands(
   limit: number,
   now: number,
 ): Promise<StoredCommand[]> {
-  // Usually there is none (a daemon that connects): on SQLite a read says so, where an update that
-  // changes nothing still costs a write transaction, five times the read. (On PostgreSQL such an
-  // update costs what the read does, one round trip.)
-  if (!isPostgres(db) && (await anyPending(db, daemonId, sentBefore)).length === 0) return [];
   const rows = await takePending(db, daemonId, sentBefore, limit, now);
   return rows.sort((a, b) => Number(a.seq) - Number(b.seq));
 }
@@ -104,10 +100,6 @@ const dueCommands = (db: Kysely<DB>, sentBefore: number) =>
     .selectFrom('command_outbox')
     .where('status', '=', 'pending')
     .where((eb) => eb.or([eb('last_sent_at', 'is', null), eb('last_sent_at', '<', sentBefore)]));
-
-/** The daemon's commands due to be sent. */
-const due = (db: Kysely<DB>, daemonId: string, sentBefore: number) =>
-  dueCommands(db, sentBefore).select('tx_id').where('daemon_id', '=', daemonId);
 
 /**
  * Which of `daemonIds` have commands due to be sent, in one statement: for the tunnels that open
@@ -127,18 +119,24 @@ export async function daemonsWithDueCommands(
   return new Set(rows.map((r) => r.daemon_id));
 }
 
-/** Whether the daemon has a command `takePending` would take. */
-const anyPending = prepared((db: Kysely<DB>, daemonId: string, sentBefore: number) =>
-  due(db, daemonId, sentBefore).limit(1),
-);
-
-/** Run once per tunnel that opens, and at each delivery: compiled once. */
+/**
+ * Run at each delivery: compiled once. A delivery starts when something waits (a wake after a
+ * write, a tunnel that opens with commands waiting, the scan), so it seldom takes nothing.
+ */
 const takePending = prepared(
   (db: Kysely<DB>, daemonId: string, sentBefore: number, limit: number, now: number) =>
     db
       .updateTable('command_outbox')
       .set((eb) => ({ last_sent_at: now, attempts: eb('attempts', '+', 1) }))
-      .where('tx_id', 'in', due(db, daemonId, sentBefore).orderBy('seq').limit(limit))
+      .where(
+        'tx_id',
+        'in',
+        dueCommands(db, sentBefore)
+          .select('tx_id')
+          .where('daemon_id', '=', daemonId)
+          .orderBy('seq')
+          .limit(limit),
+      )
       .returning(['tx_id', 'path', 'body', 'seq']),
 );
 
