@@ -69,12 +69,6 @@ export async function daemonOnline(db: Kysely<DB>, daemonId: string | null): Pro
   return d?.status === 'online';
 }
 
-/** The realm of each of these daemons (removed or not) that exists. */
-export function realmsOfDaemons(db: Kysely<DB>, daemonIds: readonly string[]) {
-  if (daemonIds.length === 0) return Promise.resolve([]);
-  return db.selectFrom('daemons').select(['id', 'realm_id']).where('id', 'in', daemonIds).execute();
-}
-
 /** The realm of a daemon (removed or not), or undefined. */
 export function realmOfDaemon(db: Kysely<DB>, daemonId: string) {
   return db.selectFrom('daemons').select('realm_id').where('id', '=', daemonId).executeTakeFirst();

@@ -13,7 +13,6 @@ import { daemonsThatMayRun, mayRunQuery, type RunNeeds } from '../catalog/instal
 import { writeThenNotify } from '../cluster/bus.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
-import { realmsOfDaemons } from '../daemons/daemons.repo.js';
 import { SEALED_SECRETS_FIELD, sealedRunSecrets } from '../secrets/resolve.js';
 import { loadWorkspace } from '../workspaces/workspaces.repo.js';
 import { admit } from './concurrency.js';
@@ -27,6 +26,7 @@ import {
 } from './queue.repo.js';
 import { daemonActor, json } from './run.mapper.js';
 import {
+  daemonsWithWaitingRuns,
   HELD_STATES,
   loadRun,
   openOffersInRealm,
@@ -423,7 +423,8 @@ async function handOverRun(
  * Daemons came online on this hub process (those that connected together, src/shared/group-calls.ts):
  * dispatch the queued runs of their realms once, and offer each the runs still waiting for a claim
  * that were offered before it was online (a later offer already saw it). An offer made in the very
- * millisecond it came online is left to the re-dispatch pass rather than sent twice.
+ * millisecond it came online is left to the re-dispatch pass rather than sent twice. Realms with no
+ * run waiting are not read further (one statement for the group, which most groups end with).
  */
 export async function onDaemonsConnected(
   hub: Hub,
@@ -431,7 +432,7 @@ export async function onDaemonsConnected(
 ): Promise<void> {
   const onlineAt = new Map(daemons.map((d) => [d.daemonId, d.onlineAt]));
   const byRealm = new Map<string, string[]>();
-  for (const d of await realmsOfDaemons(hub.db, [...onlineAt.keys()])) {
+  for (const d of await daemonsWithWaitingRuns(hub.db, [...onlineAt.keys()])) {
     const ids = byRealm.get(d.realm_id) ?? [];
     ids.push(d.id);
     byRealm.set(d.realm_id, ids);

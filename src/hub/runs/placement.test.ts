@@ -22,7 +22,8 @@ describe('runs: installs and assignments decide where a run may go', () => {
   let workspaceId: string;
 
   before(async () => {
-    h = await startTestHub();
+    // No re-dispatch pass: what is offered here is offered by the path under test, not by the pass.
+    h = await startTestHub({ config: { runRedispatchMs: 3_600_000 } });
     w = await buildWorld(h);
     const second = await h.ok('realms/create_daemon_token', { realm_id: w.realmId, name: 'other' });
     bId = second.data.daemon_id;
@@ -44,6 +45,29 @@ describe('runs: installs and assignments decide where a run may go', () => {
     await b?.close();
     await h?.close();
   });
+
+  /** The team version installed on a daemon, as a confirmed `teams/install` leaves it. */
+  async function installed(daemonId: string, version: { id: string; team_id: string }): Promise<void> {
+    const at = Date.now();
+    await h.running.hub.db
+      .insertInto('team_installs')
+      .values({
+        id: h.running.hub.newId(),
+        daemon_id: daemonId,
+        realm_id: w.realmId,
+        team_version_id: version.id,
+        team_id: version.team_id,
+        status: 'installed',
+        pending_action: null,
+        pending_tx_id: null,
+        last_error: null,
+        installed_at: at,
+        uninstalled_at: null,
+        created_at: at,
+        updated_at: at,
+      })
+      .execute();
+  }
 
   it('refuses a run in a workspace whose daemon lacks the team version, naming the install to make', async () => {
     const r = await h.call('runs/new', { workspace_id: workspaceId, team: 'hello-team' });
@@ -123,27 +147,8 @@ describe('runs: installs and assignments decide where a run may go', () => {
       ),
     );
     // Installed (as a confirmed teams/install leaves it) on a and two of the late daemons.
-    const db = h.running.hub.db;
-    const at = Date.now();
     for (const daemonId of [w.daemonId, late[0].daemon_id, late[1].daemon_id]) {
-      await db
-        .insertInto('team_installs')
-        .values({
-          id: h.running.hub.newId(),
-          daemon_id: daemonId,
-          realm_id: w.realmId,
-          team_version_id: solo.id,
-          team_id: solo.team_id,
-          status: 'installed',
-          pending_action: null,
-          pending_tx_id: null,
-          last_error: null,
-          installed_at: at,
-          uninstalled_at: null,
-          created_at: at,
-          updated_at: at,
-        })
-        .execute();
+      await installed(daemonId, solo);
     }
     const run = (await h.ok('runs/new', { realm_id: w.realmId, team: 'solo-team' })).data;
     const first = await a.waitFor((c) => c.path === 'offer_job' && c.body.payload.run_id === run.run_id);
@@ -164,6 +169,37 @@ describe('runs: installs and assignments decide where a run may go', () => {
       assert.ok(!crowd[2]!.commands.some((c) => c.path === 'offer_job'), 'late-3 lacks the team');
     } finally {
       await Promise.all(crowd.map((d) => d.close()));
+    }
+  });
+  it('offers the queued runs of its realm to a daemon that may take them when it connects', async () => {
+    const waiting = await registerTeam(h, w.orgId, 'waiting-team', [{ name: 'only', agent: 'noop' }], {
+      allow: false,
+    });
+    const [bare, able] = await Promise.all(
+      ['bare', 'able'].map(
+        async (name) => (await h.ok('realms/create_daemon_token', { realm_id: w.realmId, name })).data,
+      ),
+    );
+    await installed(able.daemon_id, waiting);
+    const run = (await h.ok('runs/new', { realm_id: w.realmId, team: 'waiting-team' })).data;
+    assert.equal(run.state, 'queued');
+    // A daemon of the realm without the team connects: the run waits on.
+    const online = once(h.running.hub.tunnel.events, 'connected');
+    const first = await fakeDaemon(h.url, bare.token);
+    let second: Awaited<ReturnType<typeof fakeDaemon>> | undefined;
+    try {
+      await online;
+      assert.equal((await h.ok('runs/get_by_id', { run_id: run.run_id })).data.state, 'queued');
+      // The one with the team connects: the run is offered to it.
+      second = await fakeDaemon(h.url, able.token);
+      const offer = await second.waitFor(
+        (c) => c.path === 'offer_job' && c.body.payload.run_id === run.run_id,
+      );
+      assert.ok(offer.body.queue_item_id);
+      await waitForRun(h, run.run_id, (r) => r.state === 'offered');
+      assert.ok(!first.commands.some((c) => c.path === 'offer_job' && c.body.payload.run_id === run.run_id));
+    } finally {
+      await Promise.all([first.close(), second?.close()]);
     }
   });
 });

@@ -8,7 +8,7 @@ import {
   type UpdateResult,
 } from 'kysely';
 import { type DB, updateOne } from '../../db/index.js';
-import { preparedQuery } from '../../db/prepared.js';
+import { oneOf, prepared, preparedQuery } from '../../db/prepared.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
 import { merged } from '../../shared/merged.js';
@@ -362,6 +362,33 @@ export function queuedInRealm(db: Kysely<DB>, realmId: string, limit: number, te
     .limit(limit)
     .execute();
 }
+
+/**
+ * Of `daemonIds`, those whose realm has a run waiting: `queued`, or `offered` (its offer may still be
+ * open), with their realm. Daemons that come online look here first: most find nothing, and their
+ * realm's queued runs and open offers are read only when there are some.
+ */
+export function daemonsWithWaitingRuns(
+  db: Kysely<DB>,
+  daemonIds: readonly string[],
+): Promise<{ id: string; realm_id: string }[]> {
+  return daemonIds.length === 0 ? Promise.resolve([]) : withWaitingRuns(db, [...daemonIds]);
+}
+
+const withWaitingRuns = prepared((db: Kysely<DB>, daemonIds: string[]) =>
+  db
+    .selectFrom('daemons as d')
+    .select(['d.id', 'd.realm_id'])
+    .where(oneOf(db, 'd.id', daemonIds))
+    .where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('runs')
+          .select('runs.run_id')
+          .whereRef('runs.realm_id', '=', 'd.realm_id')
+          .where('runs.state', 'in', ['queued', 'offered']),
+      ),
+    ),
+);
 
 /** A realm's runs offered and still waiting for a claim, with their item. */
 export function openOffersInRealm(db: Kysely<DB>, realmId: string, limit: number) {
