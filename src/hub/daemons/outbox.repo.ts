@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import { type DB, isPostgres } from '../../db/index.js';
-import { prepared } from '../../db/prepared.js';
+import { oneOf, prepared } from '../../db/prepared.js';
 import type { CommandOutboxTable } from '../../db/schema.js';
 import { merged } from '../../shared/merged.js';
 import type { AckFrame } from '../../shared/protocol.js';
@@ -102,8 +102,8 @@ const dueCommands = (db: Kysely<DB>, sentBefore: number) =>
     .where((eb) => eb.or([eb('last_sent_at', 'is', null), eb('last_sent_at', '<', sentBefore)]));
 
 /**
- * Which of `daemonIds` have commands due to be sent, in one statement: for the tunnels that open
- * together, and the tunnel's safety net over every connected daemon.
+ * Which of `daemonIds` have commands due to be sent, in one statement compiled once: for the tunnels
+ * that open together, and the tunnel's safety net over every connected daemon.
  */
 export async function daemonsWithDueCommands(
   db: Kysely<DB>,
@@ -111,13 +111,16 @@ export async function daemonsWithDueCommands(
   sentBefore: number,
 ): Promise<Set<string>> {
   if (daemonIds.length === 0) return new Set();
-  const rows = await dueCommands(db, sentBefore)
-    .select('daemon_id')
-    .distinct()
-    .where('daemon_id', 'in', daemonIds)
-    .execute();
+  const rows = await dueAmong(db, [...daemonIds], sentBefore);
   return new Set(rows.map((r) => r.daemon_id));
 }
+
+const dueAmong = prepared((db: Kysely<DB>, daemonIds: string[], sentBefore: number) =>
+  dueCommands(db, sentBefore)
+    .select('daemon_id')
+    .distinct()
+    .where(oneOf(db, 'daemon_id', daemonIds)),
+);
 
 /**
  * Run at each delivery: compiled once. A delivery starts when something waits (a wake after a
