@@ -89,7 +89,7 @@ const zodLocales = {
 };
 
 /** Writes the bundle into `out` (dist/ by default; the suite builds one of its own), emptied first. */
-export async function buildCli(out = OUT) {
+export async function buildCli(out = OUT, { quiet = false } = {}) {
   const started = performance.now();
   const result = await esbuild.build({
     absWorkingDir: ROOT,
@@ -125,6 +125,7 @@ export async function buildCli(out = OUT) {
     mkdirSync(path.dirname(file.path), { recursive: true });
     writeFileSync(file.path, text);
   }
+  if (quiet) return;
   const size = result.outputFiles.find((f) => f.path.endsWith('.cjs')).contents.length;
   console.log(
     `cli: ${path.relative(ROOT, path.join(out, 'cli.cjs'))}, ${(size / 1e6).toFixed(1)} MB (${Math.round(performance.now() - started)} ms)`,

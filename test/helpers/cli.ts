@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The real `svc` executable, never a stale dist/: it runs the tree scripts/test.mjs transpiled from the
+ * The real `svc` executable, never a stale dist/: it runs the bundle scripts/test.mjs built from the
  * sources for this suite run (SVC_TEST_CLI_DIST, passed on as SVC_CLI_DIST), or, when a test file is run
  * without it, the sources themselves through tsx (SVC_CLI_SOURCE=1).
  */
