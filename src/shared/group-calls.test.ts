@@ -72,6 +72,47 @@ describe('groupCalls', () => {
     assert.deepEqual(r.groups, [[1, 2, 3]]);
   });
 
+  it('with idleMs, a call after a quiet spell runs before the rest of its turn; a call soon after a group waits for the turn to end', async () => {
+    const r = recorder();
+    // Nothing ran before the first call (a quiet spell however long); the calls after it come within
+    // the minute of the group before.
+    const call = groupCalls(r.run, 10, { idleMs: 60_000 });
+    let turnEnded = false;
+    setImmediate(() => {
+      turnEnded = true;
+    });
+    const first = call(1);
+    await Promise.resolve();
+    assert.deepEqual(r.groups, [[1]], 'started once the calling code had run');
+    assert.equal(turnEnded, false);
+    r.release();
+    assert.equal(await first, 10);
+    await new Promise((resolve) => setImmediate(resolve));
+    const next = [call(2), call(3)];
+    await Promise.resolve();
+    assert.deepEqual(r.groups, [[1]], 'not before the turn ends');
+    await turnsUntil(() => r.groups.length === 2);
+    r.release();
+    assert.deepEqual(await Promise.all(next), [20, 30]);
+    assert.deepEqual(r.groups, [[1], [2, 3]]);
+  });
+
+  it('with idleMs 0, every call that finds no group running starts one at once, with the calls made before it starts', async () => {
+    const r = recorder();
+    const call = groupCalls(r.run, 10, { idleMs: 0 });
+    for (const items of [[1], [2, 3]]) {
+      await new Promise((resolve) => setImmediate(resolve));
+      const out = items.map((i) => call(i));
+      await Promise.resolve();
+      assert.deepEqual(r.groups.at(-1), items);
+      r.release();
+      assert.deepEqual(
+        await Promise.all(out),
+        items.map((i) => i * 10),
+      );
+    }
+  });
+
   it('takes at most maxGroup items at once', async () => {
     const r = recorder();
     const call = groupCalls(r.run, 2);

@@ -11,6 +11,10 @@
  * for work whose calls arrive one per turn but many per millisecond (connections in a reconnect
  * storm): each call may wait up to `windowMs` more, and a burst is done in a few groups.
  *
+ * With `idleMs`, a call made when no group has run for that long starts its group at once (once the
+ * code that made it has run), for work that should not wait behind the rest of the turn when it comes
+ * alone: a busy process still groups, since its calls come within `idleMs` of the last group.
+ *
  * `run` answers one result per item, in order. When it fails for a group of several items, each
  * item runs again alone, so that an item that cannot be done fails its own call only; `run` must
  * therefore leave nothing behind when it fails (one transaction).
@@ -18,7 +22,7 @@
 export function groupCalls<I, O>(
   run: (items: I[]) => Promise<O[]>,
   maxGroup: number,
-  opts: { windowMs?: number } = {},
+  opts: { windowMs?: number; idleMs?: number } = {},
 ): (item: I) => Promise<O> {
   interface Waiting {
     item: I;
@@ -27,6 +31,8 @@ export function groupCalls<I, O>(
   }
   const queue: Waiting[] = [];
   let running = false;
+  /** When the last group ended (performance.now()). */
+  let endedAt = Number.NEGATIVE_INFINITY;
 
   const alone = async (w: Waiting) => {
     try {
@@ -52,6 +58,7 @@ export function groupCalls<I, O>(
       for (const [i, w] of group.entries()) w.resolve(out[i]!);
     }
     running = false;
+    endedAt = performance.now();
   };
 
   return (item) =>
@@ -60,6 +67,8 @@ export function groupCalls<I, O>(
       if (!running) {
         running = true;
         if (opts.windowMs) setTimeout(() => void drain(), opts.windowMs);
+        else if (opts.idleMs !== undefined && performance.now() - endedAt >= opts.idleMs)
+          queueMicrotask(() => void drain());
         else setImmediate(() => void drain());
       }
     });
@@ -72,12 +81,13 @@ export function groupCalls<I, O>(
 export function groupCallsPer<K extends object, I, O>(
   run: (key: K, items: I[]) => Promise<O[]>,
   maxGroup: number,
+  opts: { idleMs?: number } = {},
 ): (key: K, item: I) => Promise<O> {
   const groups = new WeakMap<K, (item: I) => Promise<O>>();
   return (key, item) => {
     let call = groups.get(key);
     if (!call) {
-      call = groupCalls((items: I[]) => run(key, items), maxGroup);
+      call = groupCalls((items: I[]) => run(key, items), maxGroup, opts);
       groups.set(key, call);
     }
     return call(item);

@@ -347,17 +347,22 @@ type Won = { run: { run_id: string; lease_epoch: number } | null } | null;
 
 /** At most this many claims are decided in one transaction. */
 const MAX_CLAIMS = 64;
+/** A claim decided this long after the last one starts its group at once. */
+const CLAIMS_IDLE_MS = 2;
 
 /**
  * Claims that arrive together (a busy hub's, or the claims of many offers at once) are decided in one
  * transaction, a group commit as for reports (src/shared/group-calls.ts): each keeps its own
  * conditional update, so the group shares the `begin` and the `commit`, and on PostgreSQL the round
  * trips: its claims leave together, its hand-overs' writes with the commit. A group that fails is
- * decided again claim by claim, so a claim that cannot be handed over fails alone.
+ * decided again claim by claim, so a claim that cannot be handed over fails alone. A claim that comes
+ * alone to a process that decided none for a few milliseconds is decided at once, before what else
+ * the turn holds (a realm stream's step, another request's reply): it is on a run's way to its agent.
  */
 const claimTogether = groupCallsPer(
   (_db: object, calls: ClaimCall[]) => decideClaims(calls[0]!.hub, calls),
   MAX_CLAIMS,
+  { idleMs: CLAIMS_IDLE_MS },
 );
 
 /**
