@@ -69,8 +69,8 @@ export async function buildConsole() {
 }
 
 /** Writes the build to `outDir` (default dist/console), replacing what was there. */
-export async function writeConsole(outDir = path.join(ROOT, 'dist', 'console')) {
-  const files = await buildConsole();
+export async function writeConsole(outDir = path.join(ROOT, 'dist', 'console'), built = undefined) {
+  const files = built ?? (await buildConsole());
   rmSync(outDir, { recursive: true, force: true });
   for (const [url, body] of files) {
     const file = path.join(outDir, ...url.split('/').filter(Boolean));

@@ -22,8 +22,6 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { buildCli } from './build-cli.mjs';
-import { writeConsole } from './build-console.mjs';
 import { transpile } from './transpile.mjs';
 
 const filters = process.argv.slice(2);
@@ -41,12 +39,8 @@ walk('test');
 files.sort();
 const db = process.env.SVC_TEST_DB ?? 'sqlite';
 const started = Date.now();
-const { tree } = await transpile();
+const { tree, bundle } = await transpile();
 const rel = path.relative('.', tree);
-// The suite's `svc` is the CLI as users run it: bundled from these sources, with its code cache.
-const bundle = path.join(tree, 'bundle');
-await buildCli(bundle, { quiet: true });
-await writeConsole(path.join(bundle, 'console'));
 console.log(
   `# ${files.length} test files on ${db}, transpiled into ${rel} and the CLI bundled in ${Date.now() - started} ms`,
 );

@@ -9,6 +9,8 @@
 //   src/console/            the built web console (index.html, assets/), where the hub looks for it
 //                           when it runs compiled, as dist/console/ is for dist/ (src/hub/console.ts);
 //                           beside the console's modules, compiled for their unit tests
+//   bundle/                 the CLI bundled as `npm run build` bundles dist/ (cli.cjs, console/):
+//                           the `svc` every test starts (scripts/test.mjs)
 // Paths the code finds relative to itself (examples/ from src/cli/commands/dev.ts, bin/svc.js from
 // test/helpers/cli.ts, docs/ for screenshots) therefore resolve as in the repository, and packages
 // resolve from the repository's node_modules above. scripts/test.mjs builds it at the start of every
@@ -18,6 +20,7 @@
 import { mkdirSync, readdirSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { buildCli } from './build-cli.mjs';
 import { writeConsole } from './build-console.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -53,7 +56,7 @@ export async function transpile() {
   const fresh = `${TREE}.${process.pid}`;
   rmSync(fresh, { recursive: true, force: true });
   // First, as writeConsole empties the folder it writes.
-  await writeConsole(path.join(fresh, 'src', 'console'));
+  const { files: consoleFiles } = await writeConsole(path.join(fresh, 'src', 'console'));
   const sources = [];
   for (const file of COMPILED.flatMap(filesUnder)) {
     const isTs = /\.tsx?$/.test(file) && !file.endsWith('.d.ts');
@@ -78,6 +81,11 @@ export async function transpile() {
     sourcemap: 'inline',
     logLevel: 'silent',
   });
+  // The CLI as users run it, bundled from the same sources as `npm run build` bundles dist/, with
+  // the same console: every `svc` the suite starts runs it (scripts/test.mjs).
+  const bundle = path.join(fresh, 'bundle');
+  await buildCli(bundle, { quiet: true });
+  await writeConsole(path.join(bundle, 'console'), consoleFiles);
   const old = `${TREE}.old.${process.pid}`;
   try {
     renameSync(TREE, old);
@@ -86,13 +94,13 @@ export async function transpile() {
   }
   renameSync(fresh, TREE);
   rmSync(old, { recursive: true, force: true });
-  return { tree: TREE, modules: sources.length };
+  return { tree: TREE, bundle: path.join(TREE, 'bundle'), modules: sources.length };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const started = Date.now();
   const { tree, modules } = await transpile();
   console.log(
-    `${modules} modules and the console in ${path.relative(process.cwd(), tree)} (${Date.now() - started} ms)`,
+    `${modules} modules, the console and the CLI's bundle in ${path.relative(process.cwd(), tree)} (${Date.now() - started} ms)`,
   );
 }

@@ -70,6 +70,38 @@ export async function hubWithTeam(
 }
 
 /**
+ * A team version installed on a daemon, as `teams/install` leaves it once the daemon confirmed it,
+ * written directly (no command reaches the daemon). Already installed: nothing changes.
+ */
+export async function markInstalled(
+  h: TestHub | Hub,
+  daemon: { id: string; realm_id: string },
+  version: { id: string; team_id: string },
+): Promise<void> {
+  const hub = 'running' in h ? h.running.hub : h;
+  const at = Date.now();
+  await hub.db
+    .insertInto('team_installs')
+    .values({
+      id: hub.newId(),
+      daemon_id: daemon.id,
+      realm_id: daemon.realm_id,
+      team_version_id: version.id,
+      team_id: version.team_id,
+      status: 'installed',
+      pending_action: null,
+      pending_tx_id: null,
+      last_error: null,
+      installed_at: at,
+      uninstalled_at: null,
+      created_at: at,
+      updated_at: at,
+    })
+    .onConflict((oc) => oc.columns(['daemon_id', 'team_version_id']).doNothing())
+    .execute();
+}
+
+/**
  * Every team version of the org installed on every daemon of its realms, and every team assigned to
  * every workspace there: the hub's rows as `teams/install` (once the daemon confirmed it) and
  * `workspaces/assign_teams` leave them, written directly so that a test's daemon (real, or a tunnel
@@ -94,29 +126,7 @@ export async function allowOrgTeams(h: TestHub | Hub, orgId: string): Promise<vo
     .where('revoked_at', 'is', null)
     .execute();
   const now = Date.now();
-  for (const d of daemons) {
-    for (const v of versions) {
-      await db
-        .insertInto('team_installs')
-        .values({
-          id: hub.newId(),
-          daemon_id: d.id,
-          realm_id: d.realm_id,
-          team_version_id: v.id,
-          team_id: v.team_id,
-          status: 'installed',
-          pending_action: null,
-          pending_tx_id: null,
-          last_error: null,
-          installed_at: now,
-          uninstalled_at: null,
-          created_at: now,
-          updated_at: now,
-        })
-        .onConflict((oc) => oc.columns(['daemon_id', 'team_version_id']).doNothing())
-        .execute();
-    }
-  }
+  for (const d of daemons) for (const v of versions) await markInstalled(hub, d, v);
   const teamIds = JSON.stringify([...new Set(versions.map((v) => v.team_id))]);
   await db
     .updateTable('workspaces')

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { fakeDaemon } from '../../../test/helpers/fake-daemon.js';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
-import { registerAgent, registerTeam, waitForRun } from '../../../test/helpers/runs.js';
+import { markInstalled, registerAgent, registerTeam, waitForRun } from '../../../test/helpers/runs.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
 
 /**
@@ -46,28 +46,9 @@ describe('runs: installs and assignments decide where a run may go', () => {
     await h?.close();
   });
 
-  /** The team version installed on a daemon, as a confirmed `teams/install` leaves it. */
-  async function installed(daemonId: string, version: { id: string; team_id: string }): Promise<void> {
-    const at = Date.now();
-    await h.running.hub.db
-      .insertInto('team_installs')
-      .values({
-        id: h.running.hub.newId(),
-        daemon_id: daemonId,
-        realm_id: w.realmId,
-        team_version_id: version.id,
-        team_id: version.team_id,
-        status: 'installed',
-        pending_action: null,
-        pending_tx_id: null,
-        last_error: null,
-        installed_at: at,
-        uninstalled_at: null,
-        created_at: at,
-        updated_at: at,
-      })
-      .execute();
-  }
+  /** The team version installed on a daemon of the realm, as a confirmed `teams/install` leaves it. */
+  const installed = (daemonId: string, version: { id: string; team_id: string }) =>
+    markInstalled(h, { id: daemonId, realm_id: w.realmId }, version);
 
   it('refuses a run in a workspace whose daemon lacks the team version, naming the install to make', async () => {
     const r = await h.call('runs/new', { workspace_id: workspaceId, team: 'hello-team' });
