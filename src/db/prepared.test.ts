@@ -3,8 +3,9 @@ import { after, before, describe, it } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { TEST_DB, type TestDatabase, testDatabase } from '../../test/helpers/db.js';
 import { type Database, openDatabaseOf } from './index.js';
-import { oneOf, prepared, preparedQuery, statementName } from './prepared.js';
+import { entriesOf, oneOf, prepared, preparedQuery, statementName } from './prepared.js';
 import { together } from './together.js';
+import { clearOnWrite } from './watch-writes.js';
 
 interface Things {
   things: { id: string; kind: string; n: number };
@@ -92,6 +93,49 @@ describe('prepared queries', () => {
     assert.deepEqual(xs, [{ id: 'a' }, { id: 'b' }, { id: 'never' }]);
     assert.deepEqual(ys, [{ id: 'c' }]);
     assert.deepEqual(await query(d.db, 'y').execute(), [{ id: 'c' }]);
+  });
+
+  it('pairs values bound as one JSON object (entriesOf), in a statement of one shape', async () => {
+    const setN = preparedQuery((db: Kysely<Things>, ns: string) =>
+      db
+        .updateTable('things')
+        .from(entriesOf(db, ns).as('e'))
+        .set({ n: sql<number>`cast(${sql.ref('e.value')} as integer)` })
+        .where(sql<boolean>`${sql.ref('things.id')} = ${sql.ref('e.key')}`),
+    );
+    await setN(d.db, JSON.stringify({ a: '10', c: '30', missing: '99' })).execute();
+    await setN(d.db, JSON.stringify({ b: '20' })).execute();
+    const rows = await d.db.selectFrom('things').select(['id', 'n']).orderBy('id').execute();
+    assert.deepEqual(rows, [
+      { id: 'a', n: 10 },
+      { id: 'b', n: 20 },
+      { id: 'c', n: 30 },
+      { id: 'never', n: 9 },
+    ]);
+    // Keys are data, never SQL.
+    await setN(d.db, JSON.stringify({ "a' or '1'='1": '0' })).execute();
+    assert.equal(
+      (await d.db.selectFrom('things').select('n').where('id', '=', 'a').executeTakeFirst())?.n,
+      10,
+    );
+  });
+
+  it('shows each run of a write to the plugins, as a built query, so that caches cleared by writes see it', async () => {
+    let clears = 0;
+    const watched = d.db.withPlugin(clearOnWrite({ things: ['n'] }, () => clears++));
+    const bump = preparedQuery((db: Kysely<Things>, id: string) =>
+      db.updateTable('things').set({ n: sql<number>`n + 1` }).where('id', '=', id),
+    );
+    await bump(watched, 'never').execute(); // compiles it
+    // Cleared when the write is about to run and again once it has run, at every call.
+    clears = 0;
+    await bump(watched, 'never').execute();
+    assert.equal(clears, 2);
+    await watched.transaction().execute((trx) => bump(trx, 'never').execute());
+    assert.equal(clears, 4);
+    // A read clears nothing.
+    await byKind(watched, 'x', 0);
+    assert.equal(clears, 4);
   });
 
   it('refuses a query that uses an argument other than as a parameter', async () => {

@@ -1,11 +1,15 @@
 import { createHash } from 'node:crypto';
 import {
   type CompiledQuery,
+  createQueryId,
+  DeleteQueryNode,
+  InsertQueryNode,
   type Kysely,
   type OperationNodeSource,
   PostgresAdapter,
   type RawBuilder,
   sql,
+  UpdateQueryNode,
 } from 'kysely';
 
 /**
@@ -17,9 +21,11 @@ import {
  * For queries of one fixed shape: every argument is a plain value bound as a parameter (a list of
  * any length goes through `oneOf`; no clauses that depend on an argument), and the columns are
  * named, not `selectAll` (a statement prepared as `select *` fails on PostgreSQL once a migration
- * adds a column). Reads, and writes to tables the hub's caches do not watch: Kysely plugins see the
- * query when it is compiled, not at each call. A query whose shape varies is one prepared query per
- * shape, kept by the caller (`preparedQuery` with an explicit arity: runs.repo.ts `moveOf`).
+ * adds a column). A write run with `execute` is shown to the database's plugins at each call, as a
+ * built query is, so that the caches cleared by writes (src/db/watch-writes.ts) see it; a write sent
+ * otherwise (src/db/together.ts, a transaction's kept writes) must be to a table no cache watches. A
+ * query whose shape varies is one prepared query per shape, kept by the caller (`preparedQuery` with
+ * an explicit arity: runs.repo.ts `moveOf`).
  */
 
 /**
@@ -43,6 +49,17 @@ export function oneOf<D>(db: Kysely<D>, column: string, values: readonly string[
   return db.getExecutor().adapter instanceof PostgresAdapter
     ? sql<boolean>`${sql.ref(column)} = any(${values})`
     : sql<boolean>`${sql.ref(column)} in (select value from json_each(${values}))`;
+}
+
+/**
+ * The members of a JSON object bound as one parameter, as rows of `key` and `value` (text), so that a
+ * prepared statement of one shape can pair values (`update … from entriesOf(…) as e where id = e.key`):
+ * `jsonb_each_text` on PostgreSQL, `json_each` on SQLite. The caller passes the object as JSON text.
+ */
+export function entriesOf<D>(db: Kysely<D>, json: string): RawBuilder<{ key: string; value: string }> {
+  return db.getExecutor().adapter instanceof PostgresAdapter
+    ? sql`jsonb_each_text(cast(${json} as jsonb))`
+    : sql`json_each(${json})`;
 }
 
 /** Stands for the argument at `index` while the query is built. */
@@ -115,11 +132,20 @@ export function preparedQuery<D, A extends unknown[], R>(
     const bound: CompiledQuery<R> = { ...compiled, parameters };
     return {
       compile: () => bound,
-      execute: async () => (await db.executeQuery<R>(bound)).rows,
+      execute: async () => {
+        if (!isWrite(compiled)) return (await db.executeQuery<R>(bound)).rows;
+        // As if built now: the plugins see the write before it runs and its result after.
+        const queryId = createQueryId();
+        db.getExecutor().transformQuery(compiled.query, queryId);
+        return (await db.executeQuery<R>({ ...bound, queryId })).rows;
+      },
       toOperationNode: () => build(db, ...args).toOperationNode(),
     };
   };
 }
+
+const isWrite = (q: CompiledQuery) =>
+  UpdateQueryNode.is(q.query) || InsertQueryNode.is(q.query) || DeleteQueryNode.is(q.query);
 
 export function prepared<D, A extends unknown[], R>(
   build: (db: Kysely<D>, ...args: A) => { compile(): CompiledQuery<R> } & OperationNodeSource,

@@ -79,9 +79,10 @@ export interface Conn {
   authorization: string;
   /**
    * The upgrade's socket: its address is read when a call needs it (`getpeername` is a system call
-   * that an idle daemon would pay for nothing, and its string would be kept).
+   * that an idle daemon would pay for nothing, and its string would be kept). It is corked from the
+   * upgrade until the hello is sent (`greet`).
    */
-  socket: { readonly remoteAddress?: string | undefined };
+  socket: { readonly remoteAddress?: string | undefined; uncork(): void };
   openedAt: number;
   /** Answered the last ping (or sent anything since). */
   alive: boolean;
@@ -188,8 +189,17 @@ function listenersOf(s: TunnelState): SocketListeners {
 }
 
 async function greet(s: TunnelState, conn: Conn): Promise<void> {
-  const onlineAt = await s.presence.connected(conn);
-  const acl = await helloAcl(s, conn.realmId);
+  let onlineAt: number;
+  let acl: AclEntry[];
+  try {
+    onlineAt = await s.presence.connected(conn);
+    acl = await helloAcl(s, conn.realmId);
+  } catch (err) {
+    // A daemon without its hello would wait for nothing: it dials again, and is greeted then.
+    conn.socket.uncork();
+    conn.ws.close(1011, 'the hub could not record the connection');
+    throw err;
+  }
   if (conn.closed) return;
   const hello: HelloFrame = {
     type: 'hello',
@@ -200,6 +210,9 @@ async function greet(s: TunnelState, conn: Conn): Promise<void> {
     features: ['calls'],
   };
   sendFrame(conn, hello);
+  // The upgrade's 101 and the hello leave in one write (the tunnel corked the socket for it): one
+  // wake of the daemon's process instead of two, and one system call here.
+  conn.socket.uncork();
   conn.ready = true;
   if (conn.aclStale) await pushRealmAcl(s, conn.realmId);
   s.events.emit('connected', {

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import { type DB, updateOne } from '../../db/index.js';
+import { entriesOf, preparedQuery } from '../../db/prepared.js';
 import type { DaemonsTable } from '../../db/schema.js';
 import type { Daemon } from '../../shared/api/daemons.js';
 import { notFound } from '../../shared/errors.js';
@@ -82,8 +83,8 @@ export interface Connection {
 
 /**
  * Marks each daemon online through its new connection (in the caller's transaction), all in one
- * statement: a reconnect storm's groups are hundreds of daemons. Of two connections of one daemon,
- * the later one wins.
+ * statement compiled once: a reconnect storm's groups are hundreds of daemons. Of two connections of
+ * one daemon, the later one wins.
  */
 export async function markConnected(
   trx: Kysely<DB>,
@@ -93,16 +94,22 @@ export async function markConnected(
 ): Promise<void> {
   const latest = new Map(conns.map((c) => [c.daemonId, c.connectionId]));
   if (latest.size === 0) return;
-  const connectionOf = sql<string>`case ${sql.ref('id')} ${sql.join(
-    [...latest].map(([daemonId, connectionId]) => sql`when ${daemonId} then ${connectionId}`),
-    sql` `,
-  )} end`;
-  await trx
-    .updateTable('daemons')
-    .set({ status: 'online', last_seen_at: at, connection_id: connectionOf, hub_instance_id: hubInstanceId })
-    .where('id', 'in', [...latest.keys()])
-    .execute();
+  await markOnline(trx, at, hubInstanceId, JSON.stringify(Object.fromEntries(latest))).execute();
 }
+
+/** `connections`: JSON text of an object, daemon id → its connection id. */
+const markOnline = preparedQuery((db: Kysely<DB>, at: number, hubInstanceId: string, connections: string) =>
+  db
+    .updateTable('daemons')
+    .from(entriesOf(db, connections).as('c'))
+    .set({
+      status: 'online',
+      last_seen_at: at,
+      connection_id: sql<string>`${sql.ref('c.value')}`,
+      hub_instance_id: hubInstanceId,
+    })
+    .where(sql<boolean>`${sql.ref('daemons.id')} = ${sql.ref('c.key')}`),
+);
 
 /**
  * Marks each daemon offline unless a newer connection replaced the given one, here or on another

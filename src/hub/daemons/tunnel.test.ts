@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import net from 'node:net';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { importJWK, jwtVerify } from 'jose';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
@@ -158,6 +160,40 @@ describe('daemon tunnel', () => {
     for (const actor of ['org_member', 'outsider'] as const) {
       assert.equal(byId[w.users[actor]!.id], undefined, actor);
     }
+  });
+
+  it('sends the upgrade reply and the hello in one write, once the daemon is recorded online', async () => {
+    // A raw client: the first bytes it reads hold the 101 and the whole hello frame.
+    const { hostname, port } = new URL(h.url);
+    const socket = net.connect(Number(port), hostname);
+    await once(socket, 'connect');
+    socket.write(
+      'GET /v1/daemons/connect HTTP/1.1\r\n' +
+        `Host: ${hostname}:${port}\r\n` +
+        'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n' +
+        `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n` +
+        `Authorization: Bearer ${w.tokens.realm_token}\r\n\r\n`,
+    );
+    const [first] = (await once(socket, 'data')) as [Buffer];
+    socket.destroy();
+    const text = first.toString('latin1');
+    assert.match(text, /^HTTP\/1\.1 101 /);
+    const frame = first.subarray(text.indexOf('\r\n\r\n') + 4);
+    assert.ok(frame.length > 4, 'the hello came with the 101');
+    // One unmasked text frame; a 16-bit length (the hello is over 125 bytes).
+    assert.equal(frame[0], 0x81);
+    assert.equal(frame[1], 126);
+    const length = frame.readUInt16BE(2);
+    assert.equal(frame.length, 4 + length);
+    const hello = JSON.parse(frame.subarray(4).toString('utf8'));
+    assert.equal(hello.type, 'hello');
+    assert.equal(hello.daemon_id, w.daemonId);
+    assert.equal(
+      (await hub().db.selectFrom('daemons').select('status').where('id', '=', w.daemonId).executeTakeFirst())
+        ?.status,
+      'online',
+    );
+    await once(hub().tunnel.events, 'disconnected');
   });
 
   it('pushes the ACL when realm members, groups or org members change', async () => {

@@ -182,6 +182,9 @@ export async function createTunnel(
     if ('error' in auth) return rejectUpgrade(socket, auth.error.code, auth.error.message);
     if (closing || !wss) return rejectUpgrade(socket, 'internal_error', 'the hub is shutting down');
     if (socket.destroyed) return;
+    // Held until the hello is ready (connection.ts `greet`), which then leaves with the 101 in one
+    // write. A refused handshake's reply is flushed by its `end()`.
+    socket.cork();
     wss.handleUpgrade(req, socket, head, (ws) => {
       const at = deps.now();
       openConnection(state, {
