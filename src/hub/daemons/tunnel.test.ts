@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { importJWK, jwtVerify } from 'jose';
+import { sql } from 'kysely';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import {
   connectDaemon,
@@ -618,5 +619,29 @@ describe('daemon tunnel heartbeat', () => {
     assert.equal(ev.daemon_id, dt.data.daemon_id);
     const d = await h.ok('daemons/get', { id: dt.data.daemon_id });
     assert.equal(d.data.status, 'offline');
+  });
+});
+
+describe('daemon tunnel, when the hub cannot record a connection', () => {
+  let h: TestHub;
+  before(async () => {
+    h = await startTestHub();
+  });
+  after(() => h.close());
+
+  it('closes it with 1011 instead of leaving the daemon waiting for a hello', async () => {
+    const org = await createOrgWithOwner(h, 'broken');
+    const dt = await h.ok('realms/create_daemon_token', { realm_id: org.defaultRealmId, name: 'stranded' });
+    // The daemon.connected event can no longer be written: the presence transaction fails.
+    await sql`drop table events${sql.raw(h.running.hub.dialect === 'postgres' ? ' cascade' : '')}`.execute(
+      h.running.hub.db,
+    );
+    const { WebSocket } = await import('ws');
+    const ws = new WebSocket(tunnelUrl(h.url), { headers: { authorization: `Bearer ${dt.data.token}` } });
+    const messages: string[] = [];
+    ws.on('message', (m) => messages.push(m.toString()));
+    const [code] = await once(ws, 'close');
+    assert.equal(code, 1011);
+    assert.deepEqual(messages, [], 'no hello');
   });
 });
