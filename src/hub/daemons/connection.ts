@@ -82,9 +82,7 @@ export interface Conn {
    * that an idle daemon would pay for nothing, and its string would be kept). It is corked from the
    * upgrade until the hello is sent (`greet`).
    */
-  socket: { readonly remoteAddress?: string | undefined; cork(): void; uncork(): void };
-  /** Frames sent in this turn wait in the socket until it ends (`sendFrame`). */
-  corked: boolean;
+  socket: { readonly remoteAddress?: string | undefined; uncork(): void };
   openedAt: number;
   /** Answered the last ping (or sent anything since). */
   alive: boolean;
@@ -128,23 +126,7 @@ const OPENING_GROUP = 500;
 export const TOUCH_EVERY_MS = 5_000;
 
 export function sendFrame(conn: Conn, frame: HelloFrame | AclFrame | string): void {
-  if (!conn.corked) {
-    conn.corked = true;
-    conn.socket.cork();
-    process.nextTick(uncorkTurn, conn);
-  }
   conn.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
-}
-
-/**
- * The frames sent to a daemon in one turn of the event loop (a claim's reply with the run's
- * `runs/execute`, a delivery's commands) have left in one write: a write that wakes the daemon's
- * process costs both processes tens of microseconds on a virtual machine, whatever its size.
- * `process.nextTick` runs once the turn's promise callbacks have all run.
- */
-function uncorkTurn(conn: Conn): void {
-  conn.corked = false;
-  conn.socket.uncork();
 }
 
 /**
@@ -479,7 +461,7 @@ async function answerCall(s: TunnelState, conn: Conn, call: CallFrame): Promise<
     conn.socket.remoteAddress ?? '',
   );
   const reply: ReplyFrame = { type: 'reply', id: call.id, status, body };
-  if (!conn.closed) sendFrame(conn, JSON.stringify(reply));
+  if (!conn.closed) conn.ws.send(JSON.stringify(reply));
 }
 
 function onPong(s: TunnelState, conn: Conn): void {

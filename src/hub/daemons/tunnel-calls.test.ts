@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import type { Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { CompiledQuery } from 'kysely';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
@@ -9,20 +8,6 @@ import { buildWorld, type World } from '../../../test/helpers/world.js';
 import type { CallFrame } from '../../shared/protocol.js';
 import { sendCommand } from './commands.js';
 import { ackAllQuery, loadCommand } from './outbox.repo.js';
-
-/** Counts the writes a socket makes to the system (one per `_write` or `_writev`). */
-function countWrites(socket: Socket): { n: number } {
-  const writes = { n: 0 };
-  const s = socket as unknown as Record<'_write' | '_writev', (...args: unknown[]) => unknown>;
-  for (const method of ['_write', '_writev'] as const) {
-    const original = s[method]!;
-    s[method] = function (this: unknown, ...args: unknown[]) {
-      writes.n++;
-      return original.apply(this, args);
-    };
-  }
-  return writes;
-}
 
 describe('hub operations called over the tunnel, and commands sent at commit', () => {
   let h: TestHub;
@@ -99,40 +84,6 @@ describe('hub operations called over the tunnel, and commands sent at commit', (
     );
     const first = await loadCommand(hub.db, ids[0]!);
     assert.equal(first?.reply, JSON.stringify({ n: ids[0] }));
-  });
-
-  it('the frames sent to a daemon in one turn of the event loop leave in one write', async () => {
-    const hub = h.running.hub;
-    // A daemon of its own, whose socket on the hub's side counts the writes made to it.
-    const dt = await h.ok('realms/create_daemon_token', { realm_id: w.realmId, name: 'one-write' });
-    let socket: Socket | null = null;
-    const onUpgrade = (_req: unknown, s: Socket) => {
-      socket = s;
-    };
-    h.running.app.server.prependListener('upgrade', onUpgrade);
-    const e = await connectDaemon(h.url, dt.data.token);
-    h.running.app.server.removeListener('upgrade', onUpgrade);
-    const writes = countWrites(socket!);
-    try {
-      // A first command signs the connection's dispatch token, which the next ones reuse.
-      const first = await sendCommand(hub, dt.data.daemon_id, 'teams/install', { n: 0 });
-      assert.equal((await e.next('command')).tx_id, first);
-      e.ack(first);
-      await hub.tunnel.waitForAck(first);
-
-      writes.n = 0;
-      const at = hub.now();
-      for (const n of [1, 2, 3]) {
-        const command = { tx_id: `turn-${n}`, path: 'teams/install', body: '{}', written_at: at };
-        hub.tunnel.wake(dt.data.daemon_id, command);
-      }
-      for (const n of [1, 2, 3]) assert.equal((await e.next('command')).tx_id, `turn-${n}`);
-      assert.equal(writes.n, 1);
-    } finally {
-      const offline = once(hub.tunnel.events, 'disconnected');
-      await e.close();
-      await offline;
-    }
   });
 
   it('an ack finds its command by its id, not by reading every pending command', async (t) => {

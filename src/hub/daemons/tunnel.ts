@@ -200,7 +200,6 @@ export async function createTunnel(
         lastTouchAt: at,
         ready: false,
         closed: false,
-        corked: false,
         aclStale: false,
         opening: null,
         flushing: null,
