@@ -23,7 +23,7 @@
 import { mintToken } from '../src/shared/tokens.js';
 import type { BenchResult } from './index.js';
 import { type Child, startChild } from './lib/child.js';
-import { benchDatabase, cpuMsOf, pool, post, sleep } from './lib/util.js';
+import { benchDatabase, cpuMsOf, percentile, pool, post, sleep } from './lib/util.js';
 
 const IDLE_DAEMONS = Number(process.env.SVC_BENCH_IDLE_DAEMONS ?? 5_000);
 const PING_MS = 5_000;
@@ -166,7 +166,11 @@ async function allClosed(server: Child): Promise<void> {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const median = (xs: number[]) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
 
 export default async function idleBench(): Promise<BenchResult[]> {
   const db = benchDatabase(process.env.SVC_BENCH_DB === 'postgres' ? 'postgres' : 'sqlite');
@@ -212,7 +216,6 @@ export default async function idleBench(): Promise<BenchResult[]> {
       hub = await startHubChild(hubPort);
       return hub;
     });
-    const hubTunnel = tunnel;
 
     const startWs = (port = 0) =>
       startChild('hub-process.ts', {
@@ -223,7 +226,8 @@ export default async function idleBench(): Promise<BenchResult[]> {
       });
     ws = await startWs();
     const wsUrl = ws.hello.url as string;
-    const b = await hold(ws, wsUrl.replace(/^http/, 'ws'), daemons, true, async (old) => {
+    const wsTunnel = wsUrl.replace(/^http/, 'ws');
+    const b = await hold(ws, wsTunnel, daemons, true, async (old) => {
       ws = null;
       await old.close();
       ws = await startWs(Number(new URL(wsUrl).port));
@@ -234,8 +238,8 @@ export default async function idleBench(): Promise<BenchResult[]> {
     const rounds: { hub: { ms: number; cpuMs: number }; ws: { ms: number; cpuMs: number } }[] = [];
     for (let r = 0; r < RATE_ROUNDS; r++) {
       rounds.push({
-        hub: await connectRound(h.server, hubTunnel, daemons, false),
-        ws: await connectRound(b.server, wsUrl.replace(/^http/, 'ws'), daemons, true),
+        hub: await connectRound(h.server, tunnel, daemons, false),
+        ws: await connectRound(b.server, wsTunnel, daemons, true),
       });
     }
 

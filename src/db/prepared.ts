@@ -73,6 +73,8 @@ interface Template {
   slots: number[];
   /** SQLite binds no lists: a list argument (`oneOf`) is bound as JSON text. */
   listsAsJson: boolean;
+  /** An insert, update or delete: shown to the plugins at each run. */
+  write: boolean;
 }
 
 /** SQL text → statement name, for the hot queries compiled on PostgreSQL. */
@@ -114,7 +116,7 @@ export function preparedQuery<D, A extends unknown[], R>(
     if (postgres) {
       names.set(compiled.sql, `svc_${createHash('sha256').update(compiled.sql).digest('hex').slice(0, 20)}`);
     }
-    return { compiled, slots, listsAsJson: !postgres };
+    return { compiled, slots, listsAsJson: !postgres, write: isWrite(compiled) };
   };
   return (db, ...args) => {
     const adapter = db.getExecutor().adapter;
@@ -123,7 +125,7 @@ export function preparedQuery<D, A extends unknown[], R>(
       t = compile(db);
       templates.set(adapter, t);
     }
-    const { compiled, slots, listsAsJson } = t;
+    const { compiled, slots, listsAsJson, write } = t;
     const parameters = slots.map((s, i) => {
       if (s < 0) return compiled.parameters[i];
       const arg = args[s];
@@ -133,7 +135,7 @@ export function preparedQuery<D, A extends unknown[], R>(
     return {
       compile: () => bound,
       execute: async () => {
-        if (!isWrite(compiled)) return (await db.executeQuery<R>(bound)).rows;
+        if (!write) return (await db.executeQuery<R>(bound)).rows;
         // As if built now: the plugins see the write before it runs and its result after.
         const queryId = createQueryId();
         db.getExecutor().transformQuery(compiled.query, queryId);
