@@ -304,9 +304,7 @@ export class HubLink extends EventEmitter<HubLinkEvents> {
         frame.path,
         frame.body,
         { kind: 'hub' },
-        {
-          txId: frame.tx_id,
-        },
+        { txId: frame.tx_id, first: frame.first === true },
       );
       const ack: AckFrame = reply.ok
         ? { type: 'ack', tx_id: frame.tx_id, status: 'ok', reply: reply.data }

@@ -73,7 +73,16 @@ export interface DispatchResult {
 export interface Router {
   readonly routes: readonly Route[];
   has(path: string): boolean;
-  dispatch(path: string, body: unknown, caller: Caller, opts?: { txId?: string }): Promise<DispatchResult>;
+  /**
+   * `first`: the hub's first send of the command (`CommandFrame.first`), answered without reading the
+   * tx_id store unless this process has seen its tx_id already.
+   */
+  dispatch(
+    path: string,
+    body: unknown,
+    caller: Caller,
+    opts?: { txId?: string; first?: boolean },
+  ): Promise<DispatchResult>;
 }
 
 /** The tx_id of a call: the command frame's, else a non-empty string `tx_id` in the body. */
@@ -93,6 +102,13 @@ export function payloadIssues(err: ZodError): PayloadIssue[] {
   }));
 }
 
+/**
+ * The tx_ids a router remembers having dispatched. A first send is overtaken by a redelivery only
+ * when the hub stalls between its commit and that send for longer than its resend interval, so the
+ * two arrive seconds apart at most, far fewer commands apart than this.
+ */
+const SEEN_TX_IDS = 50_000;
+
 export function createRouter(
   ctx: DaemonContext,
   routes: readonly Route[],
@@ -106,6 +122,13 @@ export function createRouter(
   }
   // A repeated tx_id that arrives while the first is still running waits for the first's reply.
   const inFlight = new Map<string, Promise<DispatchResult>>();
+  // The tx_ids this process dispatched, the latest SEEN_TX_IDS of them: a command's first send that
+  // arrives after a redelivery of it (see `dispatch`) is found here.
+  const seen = new Set<string>();
+  const see = (txId: string) => {
+    seen.add(txId);
+    if (seen.size > SEEN_TX_IDS) seen.delete(seen.values().next().value!);
+  };
 
   const toError = (err: unknown, path: string): DaemonError => {
     if (err instanceof DaemonError) return err;
@@ -157,9 +180,14 @@ export function createRouter(
       if (!txId) return { reply: await run(path, body, caller, undefined), replayed: false };
       const pending = inFlight.get(txId);
       if (pending) return { reply: (await pending).reply, replayed: true };
+      // A command's first send cannot have been answered by an earlier daemon process: any earlier
+      // delivery of it reached this one, and is in `seen`. Every other call reads the store, which
+      // holds the replies of earlier processes too.
+      const unseen = opts.first === true && !seen.has(txId);
+      see(txId);
       // Registered before the first await, so a concurrent repeat always finds it.
       const p = (async (): Promise<DispatchResult> => {
-        const stored = await findTxReply(ctx.db, txId);
+        const stored = unseen ? null : await findTxReply(ctx.db, txId);
         if (stored) return { reply: stored, replayed: true };
         return { reply: await run(path, body, caller, txId), replayed: false };
       })();

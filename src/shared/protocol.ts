@@ -53,6 +53,13 @@ export const CommandFrame = z.object({
   body: z.unknown(),
   /** Dispatch JWT for this daemon (aud = daemon id). */
   token: z.string(),
+  /**
+   * The command's first send, by the hub process that wrote it, right after its transaction: no daemon
+   * process can have answered this tx_id before, unless a redelivery overtook this frame on its way,
+   * which only this daemon process can have received. The daemon then skips reading its tx_id store
+   * (src/daemon/router.ts). Redeliveries never carry it.
+   */
+  first: z.literal(true).optional(),
 });
 export type CommandFrame = z.infer<typeof CommandFrame>;
 

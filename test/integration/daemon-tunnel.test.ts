@@ -136,6 +136,40 @@ describe('daemon ↔ hub tunnel', () => {
     assert.deepEqual(comments(await d.dispatch('hug/poll_verdict', { review_id: 'rv2' })), ['c2']);
   });
 
+  it("reads its tx_id store for a command's first send only when this process has seen the tx_id", async () => {
+    const hub = h.running.hub;
+    const runs = gateRuns;
+    const resend = (txId: string, n: number) =>
+      hub.tunnel.sendNow(w.daemonId, [
+        {
+          tx_id: txId,
+          path: 'test/gated',
+          body: JSON.stringify({ n, tx_id: txId }),
+          last_sent_at: hub.now(),
+        },
+      ]);
+    // A first send that arrives after a redelivery of the same command (the hub stalled between its
+    // commit and the send): this process answered the tx_id already, and answers it again unrun.
+    const txId = await sendCommand(hub, w.daemonId, 'test/gated', { n: 1 });
+    await hub.tunnel.waitForAck(txId);
+    assert.equal(gateRuns, runs + 1);
+    const replay = once(d.link!, 'command-acked');
+    resend(txId, 1);
+    const [replayed] = await replay;
+    assert.deepEqual([replayed.tx_id, replayed.replayed, gateRuns], [txId, true, runs + 1]);
+    // A first send of a tx_id this process never saw is not looked up: a reply stored under it (which
+    // no earlier daemon process can have stored for a first send) does not answer it.
+    const unseen = 'first-send-of-an-unseen-tx-id';
+    await d.db
+      .insertInto('tx_replies')
+      .values({ tx_id: unseen, path: 'test/gated', status: 'ok', reply: '{"n":0}', created_at: Date.now() })
+      .execute();
+    const ran = once(d.link!, 'command-acked');
+    resend(unseen, 2);
+    const [first] = await ran;
+    assert.deepEqual([first.tx_id, first.replayed, gateRuns], [unseen, false, runs + 2]);
+  });
+
   it('runs other commands while every offer slot waits on its claim', async () => {
     const hub = h.running.hub;
     let release!: () => void;

@@ -330,15 +330,19 @@ async function commandFrames(
   conn: Conn,
   rows: readonly StoredCommand[],
   at: number,
+  first = false,
 ): Promise<string[]> {
   if (rows.length === 0) return [];
   const token = await commandToken(s, conn, at);
-  return rows.map((row) => commandFrame(s, row, token));
+  return rows.map((row) => commandFrame(s, row, token, first));
 }
 
-/** A command's frame. The body is stored as JSON already: spliced in rather than parsed and re-serialised. */
-function commandFrame(s: TunnelState, row: StoredCommand, token: string): string {
-  return `{"type":"command","tx_id":${JSON.stringify(row.tx_id)},"path":${JSON.stringify(row.path)},"body":${openBody(s, row.tx_id, row.body)},"token":${JSON.stringify(token)}}`;
+/**
+ * A command's frame. The body is stored as JSON already: spliced in rather than parsed and
+ * re-serialised. `first`: the command's first send (`CommandFrame.first`).
+ */
+function commandFrame(s: TunnelState, row: StoredCommand, token: string, first = false): string {
+  return `{"type":"command","tx_id":${JSON.stringify(row.tx_id)},"path":${JSON.stringify(row.path)},"body":${openBody(s, row.tx_id, row.body)},"token":${JSON.stringify(token)}${first ? ',"first":true' : ''}}`;
 }
 
 /**
@@ -371,11 +375,12 @@ export function canSendNow(conn: Conn | undefined): boolean {
  * Sends committed commands written with `last_sent_at` (see `canSendNow`). Those written before
  * this connection opened are its delivery's (it sends what was not sent on it), so only the newer
  * ones go here; the socket closing before they leave is the same as any lost frame: the next
- * connection gets them.
+ * connection gets them. This is each command's first send (`CommandFrame.first`): the transaction
+ * that wrote it recorded it as sent, so no delivery takes it before its resend interval.
  */
 export async function sendNow(s: TunnelState, conn: Conn, commands: readonly NewCommand[]): Promise<void> {
   const mine = commands.filter((c) => c.last_sent_at !== null && c.last_sent_at >= conn.openedAt);
-  const frames = await commandFrames(s, conn, mine, s.deps.now());
+  const frames = await commandFrames(s, conn, mine, s.deps.now(), true);
   for (const frame of frames) {
     if (conn.closed) return;
     sendFrame(conn, frame);

@@ -268,6 +268,8 @@ describe('daemon tunnel', () => {
     assert.equal(CommandFrame.safeParse(cmd).success, true);
     assert.equal(cmd.tx_id, txId);
     assert.equal(cmd.path, 'hug/deliver');
+    // Sent right after the transaction that wrote it: its first send.
+    assert.equal(cmd.first, true);
     assert.deepEqual(cmd.body, { review_id: 'r1', message: { type: 'x' }, tx_id: txId });
     const { payload } = await jwtVerify(cmd.token, await importJWK(c.hello.dispatch_key, DISPATCH_ALG), {
       audience: w.daemonId,
@@ -352,14 +354,22 @@ describe('daemon tunnel', () => {
     const a = (await enqueueCommand(db, hub(), w.daemonId, 'teams/install', { n: 1 })).tx_id;
     const b = (await enqueueCommand(db, hub(), w.daemonId, 'teams/install', { n: 2 })).tx_id;
     const c1 = await connect();
-    assert.equal((await c1.next('command')).tx_id, a);
-    assert.equal((await c1.next('command')).tx_id, b);
+    // Delivered, not sent by the transaction that wrote them: never marked as a first send.
+    const delivered = [await c1.next('command'), await c1.next('command')];
+    assert.deepEqual(
+      delivered.map((f) => [f.tx_id, f.first]),
+      [
+        [a, undefined],
+        [b, undefined],
+      ],
+    );
     c1.ack(a);
     await hub().tunnel.waitForAck(a);
     await disconnect(c1);
     const c2 = await connect();
     const again = await c2.next('command');
     assert.equal(again.tx_id, b);
+    assert.equal(again.first, undefined);
     c2.ack(b);
     await hub().tunnel.waitForAck(b);
     // A command written by another hub process (no wake here) is picked up by the scan.
