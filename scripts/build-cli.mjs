@@ -4,8 +4,9 @@
 // thousand modules. One CommonJS file, because Node 20 can cache the compiled code of a script
 // (`vm.Script` cachedData, bin/svc.js) but not of ES modules: with the cache, a start no longer parses
 // the bundle. Commands and each `await import()` stay lazy: their modules run when first reached.
-// Native and optional packages stay outside (better-sqlite3, pg-native, ws's optional helpers,
-// esbuild, which only the sources use), and so does nodemailer, which no start reads; of zod's
+// Native and optional packages stay outside (pg-native, ws's optional helpers, esbuild, which only
+// the sources use), and so does nodemailer, which no start reads. better-sqlite3's JavaScript is
+// bundled: its compiled addon is loaded from node_modules by src/db/index.ts; of zod's
 // locales only English is bundled. `import.meta.url` keeps its meaning: every module's is the
 // URL its file would have in an unbundled dist/ (dist/hub/console.js…), so the paths modules find
 // relative to themselves (dist/console/, examples/) are the same as from the sources.
@@ -21,7 +22,6 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SRC = path.join(ROOT, 'src');
 const OUT = path.join(ROOT, 'dist');
 const EXTERNAL = [
-  'better-sqlite3',
   'pg-native',
   'bufferutil',
   'utf-8-validate',

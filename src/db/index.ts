@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import {
   Kysely,
   type Migration,
@@ -76,7 +77,8 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
   const { default: SQLite } = await import('better-sqlite3');
   const onDisk = isSqliteFile(opts.url);
   if (onDisk) prepareSqliteFile(opts.url);
-  const sqlite = new SQLite(opts.url);
+  const addon = sqliteAddon();
+  const sqlite = new SQLite(opts.url, addon ? { nativeBinding: addon } : {});
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
@@ -94,6 +96,24 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
     },
   };
 }
+
+/**
+ * The path of better-sqlite3's compiled addon, or undefined where it is not at its usual place (the
+ * package then looks for it itself). Named to the package, it skips the `bindings` module's search
+ * of a dozen folders at every start; and the CLI bundle holds the package's JavaScript
+ * (scripts/build-cli.mjs), which would otherwise look for the addon beside the bundle.
+ */
+function sqliteAddon(): string | undefined {
+  if (addon === undefined) {
+    try {
+      addon = createRequire(import.meta.url).resolve('better-sqlite3/build/Release/better_sqlite3.node');
+    } catch {
+      addon = null;
+    }
+  }
+  return addon ?? undefined;
+}
+let addon: string | null | undefined;
 
 /** The pool as Kysely uses it: each connection's client as src/db/pg-client.ts makes it. */
 function pipelinedPool(pool: pg.Pool, parts: PgParts): PostgresPool {
