@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type { Worker } from 'node:worker_threads';
 import type { Database as SqliteDatabase } from 'better-sqlite3';
+import { sqliteAddon } from './sqlite.js';
 
 /**
  * WAL checkpoints off the event loop. SQLite's automatic checkpoint runs inside the commit that
@@ -15,7 +16,7 @@ import type { Database as SqliteDatabase } from 'better-sqlite3';
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
-const db = new Database(workerData.file, { fileMustExist: true });
+const db = new Database(workerData.file, { fileMustExist: true, ...(workerData.addon ? { nativeBinding: workerData.addon } : {}) });
 db.pragma('busy_timeout = 1000');
 const timer = setInterval(() => {
   try { db.pragma('wal_checkpoint(PASSIVE)'); } catch {}
@@ -58,7 +59,12 @@ export function startCheckpointer(
     if (stopped) return;
     const w = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file, everyMs },
+      workerData: {
+        driver: createRequire(import.meta.url).resolve('better-sqlite3'),
+        addon: sqliteAddon(),
+        file,
+        everyMs,
+      },
       // Its own few statements only.
       resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
     });

@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module';
 import {
   Kysely,
   type Migration,
@@ -15,7 +14,7 @@ import { startCheckpointer } from './checkpointer.js';
 import { migrations as hubMigrations } from './migrations/index.js';
 import { type PgParts, pgParts, pipelinedClient } from './pg-client.js';
 import type { DB } from './schema.js';
-import { FastSqliteDialect } from './sqlite.js';
+import { FastSqliteDialect, sqliteAddon } from './sqlite.js';
 
 export type { DB } from './schema.js';
 export type Dialect = 'sqlite' | 'postgres';
@@ -96,24 +95,6 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
     },
   };
 }
-
-/**
- * The path of better-sqlite3's compiled addon, or undefined where it is not at its usual place (the
- * package then looks for it itself). Named to the package, it skips the `bindings` module's search
- * of a dozen folders at every start; and the CLI bundle holds the package's JavaScript
- * (scripts/build-cli.mjs), which would otherwise look for the addon beside the bundle.
- */
-function sqliteAddon(): string | undefined {
-  if (addon === undefined) {
-    try {
-      addon = createRequire(import.meta.url).resolve('better-sqlite3/build/Release/better_sqlite3.node');
-    } catch {
-      addon = null;
-    }
-  }
-  return addon ?? undefined;
-}
-let addon: string | null | undefined;
 
 /** The pool as Kysely uses it: each connection's client as src/db/pg-client.ts makes it. */
 function pipelinedPool(pool: pg.Pool, parts: PgParts): PostgresPool {

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import {
   CompiledQuery,
@@ -7,6 +8,26 @@ import {
   SelectQueryNode,
   SqliteDialect,
 } from 'kysely';
+
+let addon: string | null | undefined;
+
+/**
+ * The path of better-sqlite3's compiled addon, or undefined where it is not at its usual place (the
+ * package then looks for it itself). Every connection names it to the package (`nativeBinding`), the
+ * checkpoint worker's too: that skips the `bindings` module's search of a dozen folders, and the CLI
+ * bundle holds the package's JavaScript (scripts/build-cli.mjs), which would otherwise look for the
+ * addon beside the bundle.
+ */
+export function sqliteAddon(): string | undefined {
+  if (addon === undefined) {
+    try {
+      addon = createRequire(import.meta.url).resolve('better-sqlite3/build/Release/better_sqlite3.node');
+    } catch {
+      addon = null;
+    }
+  }
+  return addon ?? undefined;
+}
 
 /**
  * Kysely's SQLite dialect with a driver tuned for a busy hub:
