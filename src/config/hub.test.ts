@@ -38,6 +38,9 @@ describe('hub configuration', () => {
     ['hub.db', true],
     ['sqlite:///var/lib/svc/hub.db', false],
     ['file:///var/lib/svc/hub.db', false],
+    ['sqlite:/var/lib/svc/hub.db', false],
+    ['file:hub.db', false],
+    ['C:\\svc\\hub.db', true],
     ['mysql://u@host/db', false],
   ];
   for (const [value, accepted] of databases) {

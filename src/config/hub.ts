@@ -17,9 +17,10 @@ const HubEnv = z.object({
   SVC_DATABASE_URL: z
     .string()
     .min(1)
-    // Any other URL (sqlite://…, file://…) would be taken for a file path and make folders named
-    // after it: refused instead.
-    .refine((v) => /^postgres(ql)?:\/\//.test(v) || !/^[a-z][a-z0-9+.-]*:\/\//i.test(v), {
+    // Any other URL (sqlite://…, sqlite:/…, file:hub.db…) would be taken for a file path and make
+    // folders named after it: refused instead. A scheme has two letters at least, so that a Windows
+    // path (C:\svc\hub.db) is still a path.
+    .refine((v) => /^postgres(ql)?:\/\//.test(v) || !/^[a-z][a-z0-9+.-]+:/i.test(v), {
       message: 'a postgres:// URL, or the path of a SQLite file (other URLs are not read)',
     })
     .optional(),
