@@ -84,9 +84,14 @@ export async function startChild(file: string, opts: ChildOptions = {}): Promise
   await buildChildren();
   const node = [
     process.execPath,
-    // SVC_BENCH_PROFILE=DIR: each child writes a CPU profile there when it exits (node --cpu-prof).
+    // SVC_BENCH_PROFILE=DIR: each child writes a CPU profile there when it exits (node --cpu-prof),
+    // sampled every SVC_BENCH_PROFILE_US microseconds (Node's default: 1000).
     ...(process.env.SVC_BENCH_PROFILE
-      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SVC_BENCH_PROFILE}`]
+      ? [
+          '--cpu-prof',
+          `--cpu-prof-dir=${process.env.SVC_BENCH_PROFILE}`,
+          `--cpu-prof-interval=${Number(process.env.SVC_BENCH_PROFILE_US ?? 1000)}`,
+        ]
       : []),
     ...(opts.nodeArgs ?? []),
     path.join(OUT, file.replace(/\.ts$/, '.mjs')),

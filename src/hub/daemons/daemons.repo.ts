@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
-import { type DB, updateOne } from '../../db/index.js';
-import { entriesOf, preparedQuery } from '../../db/prepared.js';
+import type { DB } from '../../db/index.js';
+import { entriesOf, prepared, preparedQuery } from '../../db/prepared.js';
 import type { DaemonsTable } from '../../db/schema.js';
 import type { Daemon } from '../../shared/api/daemons.js';
 import { notFound } from '../../shared/errors.js';
@@ -113,27 +113,46 @@ const markOnline = preparedQuery((db: Kysely<DB>, at: number, hubInstanceId: str
 
 /**
  * Marks each daemon offline unless a newer connection replaced the given one, here or on another
- * hub process; answers, per connection, whether it did (in the caller's transaction).
+ * hub process; answers, per connection, whether it did (in the caller's transaction). One statement
+ * compiled once for the group (a hub that stops closes thousands of connections), or one more for
+ * each further connection of a daemon that the group holds twice (an old connection and its
+ * replacement closing together): the statement answers which daemons it marked, not through which
+ * connection.
  */
 export async function markDisconnected(
   trx: Kysely<DB>,
   conns: readonly Connection[],
   at: number,
 ): Promise<boolean[]> {
-  const out: boolean[] = [];
-  for (const c of conns) {
-    out.push(
-      await updateOne(
-        trx
-          .updateTable('daemons')
-          .set({ status: 'offline', last_seen_at: at, connection_id: null, hub_instance_id: null })
-          .where('id', '=', c.daemonId)
-          .where('connection_id', '=', c.connectionId),
-      ),
+  const out = conns.map(() => false);
+  let rest = [...conns.keys()];
+  while (rest.length > 0) {
+    const round = new Map<string, number>();
+    const later: number[] = [];
+    for (const i of rest) {
+      if (round.has(conns[i]!.daemonId)) later.push(i);
+      else round.set(conns[i]!.daemonId, i);
+    }
+    const byConnection = Object.fromEntries(
+      [...round.values()].map((i) => [conns[i]!.connectionId, conns[i]!.daemonId]),
     );
+    const marked = await markOffline(trx, at, JSON.stringify(byConnection));
+    for (const { id } of marked) out[round.get(id)!] = true;
+    rest = later;
   }
   return out;
 }
+
+/** `connections`: JSON text of an object, connection id → its daemon's id. */
+const markOffline = prepared((db: Kysely<DB>, at: number, connections: string) =>
+  db
+    .updateTable('daemons')
+    .from(entriesOf(db, connections).as('c'))
+    .set({ status: 'offline', last_seen_at: at, connection_id: null, hub_instance_id: null })
+    .where(sql<boolean>`${sql.ref('daemons.id')} = ${sql.ref('c.value')}`)
+    .where(sql<boolean>`${sql.ref('daemons.connection_id')} = ${sql.ref('c.key')}`)
+    .returning('daemons.id'),
+);
 
 /** `last_seen_at` of the daemons still on these connections (a connection id is one daemon's). */
 export async function touchConnections(db: Kysely<DB>, conns: readonly Connection[], at: number) {

@@ -17,7 +17,7 @@ import { CommandFrame, HelloFrame, SERVICE_RESTART } from '../../shared/protocol
 import { mintToken } from '../../shared/tokens.js';
 import { aclChanged } from './acl.js';
 import { sendCommand } from './commands.js';
-import { markConnected } from './daemons.repo.js';
+import { markConnected, markDisconnected } from './daemons.repo.js';
 import { DISPATCH_ALG, DISPATCH_ISSUER } from './dispatch.js';
 import { enqueueCommand, loadCommand, markAcked } from './outbox.repo.js';
 
@@ -603,6 +603,62 @@ describe('daemon tunnel', () => {
       .updateTable('daemons')
       .set({ status: 'offline', connection_id: null, hub_instance_id: null })
       .where('id', 'in', [w.daemonId, other.data.daemon_id])
+      .execute();
+  });
+
+  it('marks a group offline in one statement, each daemon only through the connection it is on', async () => {
+    const [a, b, c] = await Promise.all(
+      ['off-a', 'off-b', 'off-c'].map(async (name) => {
+        const t = await h.ok('realms/create_daemon_token', { realm_id: w.realmId, name });
+        return t.data.daemon_id as string;
+      }),
+    );
+    const db = hub().db;
+    const on = (id: string, connection: string) =>
+      db
+        .updateTable('daemons')
+        .set({ status: 'online', connection_id: connection, hub_instance_id: 'instance-off' })
+        .where('id', '=', id)
+        .execute();
+    await on(a!, 'a-current');
+    await on(b!, 'b-newer');
+    await on(c!, 'c-current');
+    const marked = await db.transaction().execute((trx) =>
+      markDisconnected(
+        trx,
+        [
+          { daemonId: a!, connectionId: 'a-current' },
+          // Replaced by a newer connection: stays online.
+          { daemonId: b!, connectionId: 'b-older' },
+          // Twice in the group: its older connection first, then the one it is on.
+          { daemonId: c!, connectionId: 'c-older' },
+          { daemonId: c!, connectionId: 'c-current' },
+        ],
+        5_678,
+      ),
+    );
+    assert.deepEqual(marked, [true, false, false, true]);
+    const rows = await db
+      .selectFrom('daemons')
+      .select(['id', 'status', 'connection_id', 'hub_instance_id', 'last_seen_at'])
+      .where('id', 'in', [a!, b!, c!])
+      .execute();
+    const byId = new Map(rows.map((r) => [r.id, { ...r, last_seen_at: Number(r.last_seen_at) }]));
+    for (const id of [a!, c!]) {
+      assert.deepEqual(byId.get(id), {
+        id,
+        status: 'offline',
+        connection_id: null,
+        hub_instance_id: null,
+        last_seen_at: 5_678,
+      });
+    }
+    assert.equal(byId.get(b!)!.status, 'online');
+    assert.equal(byId.get(b!)!.connection_id, 'b-newer');
+    await db
+      .updateTable('daemons')
+      .set({ status: 'offline', connection_id: null, hub_instance_id: null })
+      .where('id', '=', b!)
       .execute();
   });
 });
