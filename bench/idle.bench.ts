@@ -1,9 +1,9 @@
 /**
  * Idle daemons one hub process holds: the hub runs alone in a child process (`startHub`, SQLite, or
- * PostgreSQL with SVC_BENCH_DB=postgres); another child opens IDLE_DAEMONS real tunnels with realm
+ * PostgreSQL with SVC_BENCH_DB=postgres); CLIENT_PROCESSES other children open IDLE_DAEMONS real tunnels with realm
  * tokens made through `realms/create_daemon_token`, each answering the hub's pings and pinging the
  * hub like a daemon. They stay idle for two heartbeat rounds (the hub's ping interval is set to
- * PING_MS for the bench; 15 s by default), which must drop none of them. Then the hub's RSS and heap
+ * PING_MS for the bench; 15 s by default), which must drop none.of them. Then the hub's RSS and heap
  * (after a full GC) are compared with those before the connections: MB per 1,000 connections. Before
  * that first measure, WARMUP connections are opened and closed on each server, so that the code a
  * process compiles for its first connections is not counted as memory per connection.
@@ -34,7 +34,14 @@ const CONNECT_CONCURRENCY = 50;
 const RATE_ROUNDS = Number(process.env.SVC_BENCH_RATE_ROUNDS ?? 4);
 /** Connections opened and closed before the first measure. */
 const WARMUP = Math.min(200, IDLE_DAEMONS);
+/**
+ * Processes the daemons' ends are split over (SVC_BENCH_CLIENT_PROCESSES): daemons run on many
+ * machines, and one process alone, opening 19,000 tunnels one handshake at a time, is slower than
+ * the servers measured (the bare server too). The handshakes at a time are split over them as well.
+ */
+const CLIENT_PROCESSES = Math.max(1, Number(process.env.SVC_BENCH_CLIENT_PROCESSES ?? 2));
 const FD_LIMIT = IDLE_DAEMONS + 1_024;
+const CLIENT_FD_LIMIT = Math.ceil(IDLE_DAEMONS / CLIENT_PROCESSES) + 1_024;
 
 interface Mem {
   rss: number;
@@ -53,7 +60,76 @@ interface Held {
   server: Child;
 }
 
-/** Opens the connections from a fresh client process, holds them, and measures the server. */
+type DaemonRef = { daemon_id: string; token: string };
+interface ConnectMsg {
+  url: string;
+  daemons: DaemonRef[];
+  concurrency: number;
+  pingMs: number;
+  plain: boolean;
+  reconnect?: boolean;
+}
+interface ClientStats {
+  open: number;
+  closed: number;
+  pings: number;
+  redials: number;
+  failedRedials: number;
+  lastError: string;
+}
+
+/**
+ * The daemons' ends, split over CLIENT_PROCESSES fresh processes (bench/lib/daemons-process.ts): each
+ * takes every n-th daemon and its share of the handshakes at a time; their answers are summed.
+ */
+async function startClients() {
+  const kids = await Promise.all(
+    Array.from({ length: CLIENT_PROCESSES }, () =>
+      startChild('daemons-process.ts', { fdLimit: CLIENT_FD_LIMIT }),
+    ),
+  );
+  const share = <T>(xs: readonly T[], i: number) => xs.filter((_, j) => j % kids.length === i);
+  return {
+    /** Opens every tunnel; `ms`: from the request until the last client process had all of its own. */
+    async connect(msg: ConnectMsg): Promise<{ ms: number }> {
+      const t0 = performance.now();
+      await Promise.all(
+        kids.map((k, i) =>
+          k.request(
+            'connect',
+            { ...msg, daemons: share(msg.daemons, i), concurrency: Math.ceil(msg.concurrency / kids.length) },
+            240_000,
+          ),
+        ),
+      );
+      return { ms: performance.now() - t0 };
+    },
+    async stats(reset = false): Promise<ClientStats> {
+      const all = (await Promise.all(kids.map((k) => k.request('stats', { reset })))) as ClientStats[];
+      const sum = (k: Exclude<keyof ClientStats, 'lastError'>) => all.reduce((n, x) => n + x[k], 0);
+      return {
+        open: sum('open'),
+        closed: sum('closed'),
+        pings: sum('pings'),
+        redials: sum('redials'),
+        failedRedials: sum('failedRedials'),
+        lastError: all.map((x) => x.lastError).find((e) => e) ?? '',
+      };
+    },
+    /** When the last of `daemons` was greeted again (epoch ms), once every one is. */
+    async back(daemons: readonly DaemonRef[]): Promise<number> {
+      const at = await Promise.all(
+        kids.map((k, i) => k.request('back', { n: share(daemons, i).length }, 300_000)),
+      );
+      return Math.max(...at.map((a) => (a as { lastOpenAt: number }).lastOpenAt));
+    },
+    async close(): Promise<void> {
+      await Promise.all(kids.map((k) => k.close()));
+    },
+  };
+}
+
+/** Opens the connections from fresh client processes, holds them, and measures the server. */
 async function hold(
   server: Child,
   url: string,
@@ -63,9 +139,9 @@ async function hold(
 ): Promise<Held> {
   // Warm-up: a few connections opened and closed, so that the code compiled for the first
   // connections (a one-time cost of the process, not of each connection) is in `before`.
-  const warm = await startChild('daemons-process.ts', { fdLimit: FD_LIMIT });
+  const warm = await startClients();
   try {
-    await warm.request('connect', {
+    await warm.connect({
       url,
       daemons: daemons.slice(0, WARMUP),
       concurrency: CONNECT_CONCURRENCY,
@@ -77,19 +153,22 @@ async function hold(
   }
   while ((await server.request('counts')).disconnected < WARMUP) await sleep(50);
   const warmedUp = (await server.request('counts')) as { disconnected: number };
-  const clients = await startChild('daemons-process.ts', { fdLimit: FD_LIMIT });
+  const clients = await startClients();
   try {
     const before = (await server.request('memory')) as Mem;
     const cpu0 = cpuMsOf(server.pid);
-    const c = await clients.request(
-      'connect',
-      { url, daemons, concurrency: CONNECT_CONCURRENCY, pingMs: PING_MS, plain, reconnect: true },
-      240_000,
-    );
+    const c = await clients.connect({
+      url,
+      daemons,
+      concurrency: CONNECT_CONCURRENCY,
+      pingMs: PING_MS,
+      plain,
+      reconnect: true,
+    });
     const connectCpuMs = cpuMsOf(server.pid) - cpu0;
-    await clients.request('stats', { reset: true });
+    await clients.stats(true);
     await sleep(HOLD_MS);
-    const st = await clients.request('stats');
+    const st = await clients.stats();
     const counts = await server.request('counts');
     if (st.open !== daemons.length || st.closed !== 0 || counts.disconnected !== warmedUp.disconnected) {
       throw new Error(
@@ -105,8 +184,8 @@ async function hold(
     const stopAt = Date.now();
     const fresh = await restart(server);
     const readyAt = Date.now();
-    const { lastOpenAt } = await clients.request('back', { n: daemons.length }, 300_000);
-    const dials = await clients.request('stats');
+    const lastOpenAt = await clients.back(daemons);
+    const dials = await clients.stats();
     if (!plain) {
       const { online } = await fresh.request('counts');
       if (online !== daemons.length)
@@ -131,7 +210,7 @@ async function hold(
   }
 }
 
-/** One round of the rate: every daemon connects from a fresh client process, then all close. */
+/** One round of the rate: every daemon connects from fresh client processes, then all close. */
 async function connectRound(
   server: Child,
   url: string,
@@ -139,14 +218,16 @@ async function connectRound(
   plain: boolean,
 ): Promise<{ ms: number; cpuMs: number }> {
   await allClosed(server);
-  const clients = await startChild('daemons-process.ts', { fdLimit: FD_LIMIT });
+  const clients = await startClients();
   try {
     const cpu0 = cpuMsOf(server.pid);
-    const c = await clients.request(
-      'connect',
-      { url, daemons, concurrency: CONNECT_CONCURRENCY, pingMs: PING_MS, plain },
-      240_000,
-    );
+    const c = await clients.connect({
+      url,
+      daemons,
+      concurrency: CONNECT_CONCURRENCY,
+      pingMs: PING_MS,
+      plain,
+    });
     return { ms: c.ms, cpuMs: cpuMsOf(server.pid) - cpu0 };
   } finally {
     await clients.close();
