@@ -83,6 +83,14 @@ export interface RunningHub {
   close(): Promise<void>;
 }
 
+/**
+ * Connections the kernel keeps waiting for the hub to accept them (Node's default is 511; Linux caps
+ * it at `net.core.somaxconn`, 4096 by default). After a restart thousands of daemons dial within
+ * seconds while the hub is busy greeting the first: a full queue drops the others' handshakes, and
+ * each then waits for its retransmission (1 s, then 3 s…) instead of its turn.
+ */
+const LISTEN_BACKLOG = 4096;
+
 /** Where the secrets key file goes when neither SVC_HOME nor a key is given. */
 function defaultHome(databaseUrl: string): string {
   return isPostgresUrl(databaseUrl) || databaseUrl === ':memory:' ? './.svc' : path.dirname(databaseUrl);
@@ -195,7 +203,7 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     // The daemon tunnel; Fastify's close runs the tunnel's close first (preClose hook).
     hub.tunnel.attach(app, createOpCaller(hub, hubOps));
     try {
-      await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 0 });
+      await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 0, backlog: LISTEN_BACKLOG });
     } catch (err) {
       await app.close();
       throw err;

@@ -499,6 +499,36 @@ describe('daemon tunnel', () => {
     assert.equal((await loadCommand(hub().db, tx))?.attempts, 2);
   });
 
+  it('a stopping hub refuses new connections at once, while its tunnels are still closing', async () => {
+    const stopping = await startTestHub();
+    const world = await buildWorld(stopping);
+    const c = await connectDaemon(stopping.url, world.tokens.realm_token!);
+    // This daemon reads nothing more, so it never answers the close frame: the hub keeps its tunnel
+    // for the grace period, then cuts it.
+    (c.ws as unknown as { _socket: net.Socket })._socket.pause();
+    let disconnected = false;
+    stopping.running.hub.tunnel.events.once('disconnected', () => {
+      disconnected = true;
+    });
+    const server = stopping.running.app.server;
+    const port = Number(new URL(stopping.url).port);
+    const closed = stopping.close();
+    while (server.listening) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(disconnected, false, 'the tunnel is still open when the hub stops listening');
+    const dialled = await new Promise<Error | null>((resolve) => {
+      const s = net.connect(port, '127.0.0.1');
+      s.once('connect', () => {
+        s.destroy();
+        resolve(null);
+      });
+      s.once('error', resolve);
+    });
+    assert.equal((dialled as NodeJS.ErrnoException | null)?.code, 'ECONNREFUSED');
+    await closed;
+    assert.equal(disconnected, true);
+    c.ws.terminate();
+  });
+
   it('tunnels opening together each get what waited for them and what was written while they opened, without the scan', async () => {
     // A hub whose safety-net scan never runs here: only the opening and the wakes deliver.
     const quiet = await startTestHub({ config: { outboxScanMs: 600_000 } });

@@ -292,8 +292,14 @@ export async function createTunnel(
         });
         state.track(p, 'tunnel upgrade');
       });
-      // Before Fastify closes the server: open WebSockets would keep server.close() waiting.
-      app.addHook('preClose', () => tunnel.close());
+      // Before Fastify closes the server: open WebSockets would keep server.close() waiting. New
+      // connections are refused from the start of it (Fastify's own close of the server, after the
+      // tunnels', then finds it closed): a daemon that dials while thousands of tunnels close is
+      // told at once, instead of waiting in the listen backlog to be reset when the server closes.
+      app.addHook('preClose', () => {
+        app.server.close(() => {});
+        return tunnel.close();
+      });
       timers.push(setInterval(heartbeat, deps.config.tunnelPingMs));
       timers.push(setInterval(() => state.track(scan(), 'outbox scan'), deps.config.outboxScanMs));
       for (const t of timers) t.unref();
