@@ -61,14 +61,6 @@ interface Held {
 }
 
 type DaemonRef = { daemon_id: string; token: string };
-interface ConnectMsg {
-  url: string;
-  daemons: DaemonRef[];
-  concurrency: number;
-  pingMs: number;
-  plain: boolean;
-  reconnect?: boolean;
-}
 interface ClientStats {
   open: number;
   closed: number;
@@ -90,14 +82,24 @@ async function startClients() {
   );
   const share = <T>(xs: readonly T[], i: number) => xs.filter((_, j) => j % kids.length === i);
   return {
-    /** Opens every tunnel; `ms`: from the request until the last client process had all of its own. */
-    async connect(msg: ConnectMsg): Promise<{ ms: number }> {
+    /**
+     * Opens a tunnel for each of `daemons` (plain WebSockets to the bare server), CONNECT_CONCURRENCY
+     * handshakes at a time in all, pinging every PING_MS; with `reconnect`, a closed one dials again.
+     * `ms`: from the request until the last client process had all of its own.
+     */
+    async connect(
+      url: string,
+      daemons: readonly DaemonRef[],
+      plain: boolean,
+      reconnect = false,
+    ): Promise<{ ms: number }> {
+      const concurrency = Math.ceil(CONNECT_CONCURRENCY / kids.length);
       const t0 = performance.now();
       await Promise.all(
         kids.map((k, i) =>
           k.request(
             'connect',
-            { ...msg, daemons: share(msg.daemons, i), concurrency: Math.ceil(msg.concurrency / kids.length) },
+            { url, daemons: share(daemons, i), concurrency, pingMs: PING_MS, plain, reconnect },
             240_000,
           ),
         ),
@@ -141,13 +143,7 @@ async function hold(
   // connections (a one-time cost of the process, not of each connection) is in `before`.
   const warm = await startClients();
   try {
-    await warm.connect({
-      url,
-      daemons: daemons.slice(0, WARMUP),
-      concurrency: CONNECT_CONCURRENCY,
-      pingMs: PING_MS,
-      plain,
-    });
+    await warm.connect(url, daemons.slice(0, WARMUP), plain);
   } finally {
     await warm.close();
   }
@@ -157,14 +153,7 @@ async function hold(
   try {
     const before = (await server.request('memory')) as Mem;
     const cpu0 = cpuMsOf(server.pid);
-    const c = await clients.connect({
-      url,
-      daemons,
-      concurrency: CONNECT_CONCURRENCY,
-      pingMs: PING_MS,
-      plain,
-      reconnect: true,
-    });
+    const c = await clients.connect(url, daemons, plain, true);
     const connectCpuMs = cpuMsOf(server.pid) - cpu0;
     await clients.stats(true);
     await sleep(HOLD_MS);
@@ -221,13 +210,7 @@ async function connectRound(
   const clients = await startClients();
   try {
     const cpu0 = cpuMsOf(server.pid);
-    const c = await clients.connect({
-      url,
-      daemons,
-      concurrency: CONNECT_CONCURRENCY,
-      pingMs: PING_MS,
-      plain,
-    });
+    const c = await clients.connect(url, daemons, plain);
     return { ms: c.ms, cpuMs: cpuMsOf(server.pid) - cpu0 };
   } finally {
     await clients.close();

@@ -505,7 +505,7 @@ describe('daemon tunnel', () => {
     const c = await connectDaemon(stopping.url, world.tokens.realm_token!);
     // This daemon reads nothing more, so it never answers the close frame: the hub keeps its tunnel
     // for the grace period, then cuts it.
-    (c.ws as unknown as { _socket: net.Socket })._socket.pause();
+    c.ws.pause();
     let disconnected = false;
     stopping.running.hub.tunnel.events.once('disconnected', () => {
       disconnected = true;
