@@ -28,7 +28,9 @@ const ROUND_TRIPS = 400;
 const ITEMS = 10_000;
 /** Daemons racing for each offered item in (c), and the items offered. */
 const RACERS = Number(process.env.SVC_BENCH_RACERS ?? 50);
-const RACE_RUNS = Number(process.env.SVC_BENCH_RACE_RUNS ?? 1_000);
+const RACE_RUNS = Number(process.env.SVC_BENCH_RACE_RUNS ?? 2_000);
+/** Runs raced first and not counted: the hub's code is compiled by then, as the baseline's is by its warm-up. */
+const RACE_WARMUP = Number(process.env.SVC_BENCH_RACE_WARMUP ?? 1_000);
 
 async function post(url: string, body: unknown, token: string) {
   const res = await fetch(url, {
@@ -126,7 +128,7 @@ async function claimRace(kind: 'sqlite' | 'postgres'): Promise<BenchResult[]> {
       const lat = (st.claimLatencies as number[]).sort((x, y) => x - y);
       return { runsPerSec: n / seconds, claims: st.claims as number, executed: st.executed as number, lat };
     };
-    await race(50); // warm-up
+    await race(RACE_WARMUP);
     const r = await race(RACE_RUNS);
     // The baseline: the same daemons' HTTP clients posting to a bare route.
     const bare = Fastify();

@@ -82,7 +82,9 @@ export interface Conn {
    * that an idle daemon would pay for nothing, and its string would be kept). It is corked from the
    * upgrade until the hello is sent (`greet`).
    */
-  socket: { readonly remoteAddress?: string | undefined; uncork(): void };
+  socket: { readonly remoteAddress?: string | undefined; cork(): void; uncork(): void };
+  /** Frames sent in this turn of the event loop wait for its end, to leave in one write (`sendFrame`). */
+  corked?: boolean;
   openedAt: number;
   /** Answered the last ping (or sent anything since). */
   alive: boolean;
@@ -125,8 +127,22 @@ const OPENING_GROUP = 500;
 /** last_seen_at is written on pongs at most this often. */
 export const TOUCH_EVERY_MS = 5_000;
 
-export function sendFrame(conn: Conn, frame: HelloFrame | AclFrame | string): void {
+/**
+ * Sends a frame. The frames a connection gets in one turn of the event loop (a claim's reply and
+ * the run's `runs/execute`, a burst of offers) leave together, in one write, at its end.
+ */
+export function sendFrame(conn: Conn, frame: HelloFrame | AclFrame | ReplyFrame | string): void {
+  if (!conn.corked) {
+    conn.corked = true;
+    conn.socket.cork();
+    process.nextTick(uncorkTurn, conn);
+  }
   conn.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
+}
+
+function uncorkTurn(conn: Conn): void {
+  conn.corked = false;
+  conn.socket.uncork();
 }
 
 /**
@@ -466,7 +482,7 @@ async function answerCall(s: TunnelState, conn: Conn, call: CallFrame): Promise<
     conn.socket.remoteAddress ?? '',
   );
   const reply: ReplyFrame = { type: 'reply', id: call.id, status, body };
-  if (!conn.closed) conn.ws.send(JSON.stringify(reply));
+  if (!conn.closed) sendFrame(conn, reply);
 }
 
 function onPong(s: TunnelState, conn: Conn): void {
