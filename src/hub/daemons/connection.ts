@@ -83,8 +83,6 @@ export interface Conn {
    * upgrade until the hello is sent (`greet`).
    */
   socket: { readonly remoteAddress?: string | undefined; cork(): void; uncork(): void };
-  /** Frames sent in this turn of the event loop wait for its end, to leave in one write (`sendFrame`). */
-  corked?: boolean;
   openedAt: number;
   /** Answered the last ping (or sent anything since). */
   alive: boolean;
@@ -127,22 +125,21 @@ const OPENING_GROUP = 500;
 /** last_seen_at is written on pongs at most this often. */
 export const TOUCH_EVERY_MS = 5_000;
 
-/**
- * Sends a frame. The frames a connection gets in one turn of the event loop (a claim's reply and
- * the run's `runs/execute`, a burst of offers) leave together, in one write, at its end.
- */
 export function sendFrame(conn: Conn, frame: HelloFrame | AclFrame | ReplyFrame | string): void {
-  if (!conn.corked) {
-    conn.corked = true;
-    conn.socket.cork();
-    process.nextTick(uncorkTurn, conn);
-  }
   conn.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
 }
 
-function uncorkTurn(conn: Conn): void {
-  conn.corked = false;
-  conn.socket.uncork();
+/**
+ * Sends several frames to one connection in one write (a group's offers to a daemon, a delivery of
+ * its outbox), at once: the socket is corked only while they are handed to it.
+ */
+export function sendFrames(conn: Conn, frames: readonly string[]): void {
+  if (frames.length > 1) conn.socket.cork();
+  for (const frame of frames) {
+    if (conn.closed) break;
+    sendFrame(conn, frame);
+  }
+  if (frames.length > 1) conn.socket.uncork();
 }
 
 /**
@@ -332,11 +329,7 @@ async function deliver(s: TunnelState, conn: Conn): Promise<void> {
       BATCH,
       at,
     );
-    const frames = await commandFrames(s, conn, rows, at);
-    for (const frame of frames) {
-      if (conn.closed) break;
-      sendFrame(conn, frame);
-    }
+    sendFrames(conn, await commandFrames(s, conn, rows, at));
     if (rows.length === BATCH) conn.dirty = true;
   } while (conn.dirty && !conn.closed);
 }
@@ -396,11 +389,7 @@ export function canSendNow(conn: Conn | undefined): boolean {
  */
 export async function sendNow(s: TunnelState, conn: Conn, commands: readonly NewCommand[]): Promise<void> {
   const mine = commands.filter((c) => c.last_sent_at !== null && c.last_sent_at >= conn.openedAt);
-  const frames = await commandFrames(s, conn, mine, s.deps.now(), true);
-  for (const frame of frames) {
-    if (conn.closed) return;
-    sendFrame(conn, frame);
-  }
+  sendFrames(conn, await commandFrames(s, conn, mine, s.deps.now(), true));
 }
 
 function onMessage(s: TunnelState, conn: Conn, text: string): void {

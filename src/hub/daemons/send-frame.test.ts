@@ -1,13 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Conn, sendFrame } from './connection.js';
+import { type Conn, sendFrames } from './connection.js';
 
 describe("a tunnel's frames", () => {
-  it('leave together at the end of the turn that sent them, in the order sent', async () => {
+  /** A connection that logs its socket's corks and the frames sent, with the cork depth at each. */
+  function fakeConn() {
     const log: string[] = [];
     let corks = 0;
     const conn = {
-      ws: { send: (text: string) => log.push(`send ${text} (corked ${corks})`) },
+      closed: false,
+      ws: {
+        send: (text: string) => {
+          log.push(`${text} ${corks ? 'corked' : 'sent'}`);
+          if (text === 'closes') conn.closed = true;
+        },
+      },
       socket: {
         cork: () => {
           corks++;
@@ -17,19 +24,28 @@ describe("a tunnel's frames", () => {
           log.push('uncork');
         },
       },
-    } as unknown as Conn;
-    sendFrame(conn, 'a');
-    await Promise.resolve();
-    // A frame sent later in the same turn (a claim's reply, then its run's execute) joins the first.
-    sendFrame(conn, 'b');
-    assert.deepEqual(log, ['send a (corked 1)', 'send b (corked 1)']);
-    await new Promise((resolve) => setImmediate(resolve));
-    assert.deepEqual(log.slice(2), ['uncork']);
-    assert.equal(corks, 0);
-    // The next turn's frames are corked again, and uncorked again.
-    sendFrame(conn, 'c');
-    await new Promise((resolve) => setImmediate(resolve));
-    assert.deepEqual(log.slice(3), ['send c (corked 1)', 'uncork']);
-    assert.equal(corks, 0);
+    };
+    return { conn: conn as unknown as Conn, log, corks: () => corks };
+  }
+
+  it('given together leave in one write, at once, in their order', () => {
+    const { conn, log, corks } = fakeConn();
+    sendFrames(conn, ['a', 'b', 'c']);
+    assert.deepEqual(log, ['a corked', 'b corked', 'c corked', 'uncork']);
+    assert.equal(corks(), 0);
+  });
+
+  it('alone leave without corking the socket', () => {
+    const { conn, log } = fakeConn();
+    sendFrames(conn, ['a']);
+    sendFrames(conn, []);
+    assert.deepEqual(log, ['a sent']);
+  });
+
+  it('stop at a closed connection, and leave its socket uncorked', () => {
+    const { conn, log, corks } = fakeConn();
+    sendFrames(conn, ['a', 'closes', 'b']);
+    assert.deepEqual(log, ['a corked', 'closes corked', 'uncork']);
+    assert.equal(corks(), 0);
   });
 });
