@@ -130,42 +130,49 @@ async function dispatchBench(kind: 'sqlite' | 'postgres', processes: 1 | 2): Pro
     await stream.open;
     const realm = stream;
 
-    /** One run through the whole path: its id, when it was asked for, and when its end was seen. */
+    /**
+     * One run through the whole path: its id, when it was asked for, when `runs/new` answered (its
+     * transaction committed), and when its end was seen.
+     */
     const run = async () => {
       const asked = nowMs();
       const r = await call('runs/new', { realm_id: realmId, team: 'stamp-team' });
+      const answered = nowMs();
       const id = r.data.run_id as string;
       await realm.ended(id);
-      return { id, asked, seen: nowMs() };
+      return { id, asked, answered, seen: nowMs() };
     };
-    /**
-     * Where the runs' time went: each step's median over (at most 60 of) them, from their histories
-     * (the hub's clock, ms), the agent's stamp and this process's clock (the same machine's).
-     */
-    const stepMedians = async (runs: { id: string; asked: number; seen: number }[]) => {
+    /** A run's steps (ms): from its history (the hub's clock), the agent's stamp and this process's clock. */
+    type Asked = { id: string; asked: number; answered: number; seen: number };
+    const stepsOf = async ({ id, asked, answered, seen }: Asked) => {
+      const r = await call('runs/get_by_id', { run_id: id, with_history: true });
+      const at = (type: string) =>
+        (r.data.history as { type: string; at: number }[]).find((e) => e.type === type)?.at;
+      const points: [string, number | undefined][] = [
+        ['runs/new sent', asked],
+        ['queued', at('run.queued')],
+        ['offered', at('run.offered')],
+        ['answered', answered],
+        ['claimed', at('run.claimed') ?? at('run.assigned')],
+        ['started', at('run.started')],
+        ['agent running', stampOf(id)],
+        ['ended', at('run.ended')],
+        ['seen by the stream', seen],
+      ];
+      const steps: [string, number][] = [];
+      for (let k = 1; k < points.length; k++) {
+        const [from, a] = points[k - 1]!;
+        const [to, b] = points[k]!;
+        if (a !== undefined && b !== undefined) steps.push([`${from} → ${to}`, b - a]);
+      }
+      return steps;
+    };
+    /** Where the runs' time went: each step's median over (at most 60 of) them. */
+    const stepMedians = async (runs: Asked[]) => {
       const steps = new Map<string, number[]>();
       await pool(Math.min(60, runs.length), 4, async (i) => {
-        const { id, asked, seen } = runs[Math.floor((i * runs.length) / Math.min(60, runs.length))]!;
-        const r = await call('runs/get_by_id', { run_id: id, with_history: true });
-        const at = (type: string) =>
-          (r.data.history as { type: string; at: number }[]).find((e) => e.type === type)?.at;
-        const points: [string, number | undefined][] = [
-          ['runs/new sent', asked],
-          ['queued', at('run.queued')],
-          ['offered', at('run.offered')],
-          ['claimed', at('run.claimed') ?? at('run.assigned')],
-          ['started', at('run.started')],
-          ['agent running', stampOf(id)],
-          ['ended', at('run.ended')],
-          ['seen by the stream', seen],
-        ];
-        for (let k = 1; k < points.length; k++) {
-          const [from, a] = points[k - 1]!;
-          const [to, b] = points[k]!;
-          if (a === undefined || b === undefined) continue;
-          const key = `${from} → ${to}`;
-          steps.set(key, [...(steps.get(key) ?? []), b - a]);
-        }
+        const run = runs[Math.floor((i * runs.length) / Math.min(60, runs.length))]!;
+        for (const [key, ms] of await stepsOf(run)) steps.set(key, [...(steps.get(key) ?? []), ms]);
       });
       return [...steps]
         .map(
@@ -195,7 +202,7 @@ async function dispatchBench(kind: 'sqlite' | 'postgres', processes: 1 | 2): Pro
     // (a) one run at a time, each followed by one direct spawn.
     const lat: number[] = [];
     const base: number[] = [];
-    const ids: { id: string; asked: number; seen: number }[] = [];
+    const ids: Asked[] = [];
     for (let i = 0; i < LATENCY_RUNS; i++) {
       const one = await run();
       ids.push(one);
@@ -207,7 +214,10 @@ async function dispatchBench(kind: 'sqlite' | 'postgres', processes: 1 | 2): Pro
     const breakdown = await stepMedians(ids);
     // Each run minus the direct spawn right after it: the overhead's own spread, where the row's
     // difference of two percentiles can even be negative when the direct spawns' tail is the worse.
-    const paired = lat.map((x, i) => x - base[i]!).sort((x, y) => x - y);
+    const overheads = lat.map((x, i) => x - base[i]!);
+    const slowest = overheads.indexOf(Math.max(...overheads));
+    const slowestSteps = (await stepsOf(ids[slowest]!)).map(([k, ms]) => `${k} ${ms.toFixed(1)}`).join(', ');
+    const paired = [...overheads].sort((x, y) => x - y);
     lat.sort((x, y) => x - y);
     base.sort((x, y) => x - y);
     const setup =
@@ -224,7 +234,9 @@ async function dispatchBench(kind: 'sqlite' | 'postgres', processes: 1 | 2): Pro
           `runs/new sent → agent running p${p} ${percentile(lat, p).toFixed(2)} ms, minus the direct spawn's; ` +
           `p${p} of each run minus the direct spawn after it: ${percentile(paired, p).toFixed(2)} ms; ` +
           `n=${lat.length}${p === 99 && lat.length < 100 ? ' (p99 of fewer than 100 runs is about their maximum)' : ''}` +
-          (p === 50 ? `; step medians (ms, history at 1 ms resolution): ${breakdown}` : ''),
+          (p === 50
+            ? `; step medians (ms, history at 1 ms resolution): ${breakdown}`
+            : `; the slowest run (${overheads[slowest]!.toFixed(1)} ms over its direct spawn): ${slowestSteps}`),
       };
     });
 
