@@ -80,7 +80,8 @@ export interface Conn {
   /**
    * The upgrade's socket: its address is read when a call needs it (`getpeername` is a system call
    * that an idle daemon would pay for nothing, and its string would be kept). It is corked from the
-   * upgrade until the hello is sent (`greet`).
+   * upgrade until the hello is sent (`greet`), and while frames sent together are handed to it
+   * (`sendFrames`).
    */
   socket: { readonly remoteAddress?: string | undefined; cork(): void; uncork(): void };
   openedAt: number;
