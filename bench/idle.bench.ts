@@ -1,9 +1,9 @@
 /**
  * Idle daemons one hub process holds: the hub runs alone in a child process (`startHub`, SQLite, or
- * PostgreSQL with SVC_BENCH_DB=postgres); CLIENT_PROCESSES other children open IDLE_DAEMONS real tunnels with realm
- * tokens made through `realms/create_daemon_token`, each answering the hub's pings and pinging the
- * hub like a daemon. They stay idle for two heartbeat rounds (the hub's ping interval is set to
- * PING_MS for the bench; 15 s by default), which must drop none.of them. Then the hub's RSS and heap
+ * PostgreSQL with SVC_BENCH_DB=postgres); CLIENT_PROCESSES other children open IDLE_DAEMONS real
+ * tunnels with realm tokens made through `realms/create_daemon_token`, each answering the hub's pings
+ * and pinging the hub like a daemon. They stay idle for two heartbeat rounds (the hub's ping interval
+ * is set to PING_MS for the bench; 15 s by default), which must drop none of them. Then the hub's RSS and heap
  * (after a full GC) are compared with those before the connections: MB per 1,000 connections. Before
  * that first measure, WARMUP connections are opened and closed on each server, so that the code a
  * process compiles for its first connections is not counted as memory per connection.

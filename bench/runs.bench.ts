@@ -134,7 +134,8 @@ async function dispatchBench(kind: 'sqlite' | 'postgres', processes: 1 | 2): Pro
      * One run through the whole path: its id, when it was asked for, when `runs/new` answered (its
      * transaction committed), and when its end was seen.
      */
-    const run = async () => {
+    type Asked = { id: string; asked: number; answered: number; seen: number };
+    const run = async (): Promise<Asked> => {
       const asked = nowMs();
       const r = await call('runs/new', { realm_id: realmId, team: 'stamp-team' });
       const answered = nowMs();
@@ -143,7 +144,6 @@ async function dispatchBench(kind: 'sqlite' | 'postgres', processes: 1 | 2): Pro
       return { id, asked, answered, seen: nowMs() };
     };
     /** A run's steps (ms): from its history (the hub's clock), the agent's stamp and this process's clock. */
-    type Asked = { id: string; asked: number; answered: number; seen: number };
     const stepsOf = async ({ id, asked, answered, seen }: Asked) => {
       const r = await call('runs/get_by_id', { run_id: id, with_history: true });
       const at = (type: string) =>
