@@ -79,6 +79,8 @@ export interface NewCommand {
   /** The body as stored (JSON text). */
   body: string;
   last_sent_at: number | null;
+  /** False for an offer sent without an outbox row (src/hub/daemons/commands.ts): its ack is only told, not recorded. */
+  stored: boolean;
 }
 
 export interface TunnelEventMap {

@@ -1,7 +1,18 @@
 import { flushWrites, keepWrites } from '../cluster/bus.js';
 import type { Hub, Tx } from '../context.js';
 import type { NewCommand } from '../ports.js';
-import { enqueueCommand } from './outbox.repo.js';
+import { commandText, enqueueCommand } from './outbox.repo.js';
+
+/**
+ * Commands that leave without an outbox row when their daemon's connection to this process is ready:
+ * an offer (`offer_job`) only tells a daemon that a run waits for a claim, and the run's queue item,
+ * written in the same transaction, is what a claim decides on. Its ack is not recorded either. Should
+ * the frame be lost with its connection, the daemon is offered the run again when it connects
+ * (dispatch.service.ts `onDaemonsConnected`); a connection that replaced the one it was meant for
+ * gets it from the outbox (`storeCommands`); and an offer nobody claims moves on after
+ * `offerTimeoutMs` (redispatch.service.ts). Every other command stays in the outbox until acked.
+ */
+const UNSTORED_PATHS: ReadonlySet<string> = new Set(['offer_job']);
 
 /**
  * Runs `fn` in one transaction. Every command it writes through `tx.command` commits with the
@@ -26,7 +37,9 @@ export async function inTx<T>(hub: Hub, fn: (tx: Tx) => Promise<T>): Promise<T> 
           const from = hub.tunnel.instanceId;
           return (await enqueueCommand(trx, hub, daemonId, path, body, { from })).tx_id;
         }
-        const cmd = await enqueueCommand(trx, hub, daemonId, path, body, { sentAt: hub.now() });
+        const cmd = UNSTORED_PATHS.has(path)
+          ? unstoredCommand(hub, path, body)
+          : await enqueueCommand(trx, hub, daemonId, path, body, { sentAt: hub.now() });
         direct.set(daemonId, [...(direct.get(daemonId) ?? []), cmd]);
         return cmd.tx_id;
       },
@@ -43,6 +56,12 @@ export async function inTx<T>(hub: Hub, fn: (tx: Tx) => Promise<T>): Promise<T> 
     await step().catch((err: unknown) => hub.log.error({ err }, 'a step after commit failed'));
   }
   return result;
+}
+
+/** A command sent without an outbox row (see UNSTORED_PATHS). */
+function unstoredCommand(hub: Pick<Hub, 'newId' | 'now'>, path: string, body: unknown): NewCommand {
+  const txId = hub.newId();
+  return { tx_id: txId, path, body: commandText(body, txId), last_sent_at: hub.now(), stored: false };
 }
 
 /** Thrown inside `inTx` to undo the transaction when a later guarded write finds the row moved. */

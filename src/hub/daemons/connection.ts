@@ -28,6 +28,7 @@ import {
   markAcked,
   recordNoticedSent,
   type StoredCommand,
+  storeCommands,
   takePendingCommands,
 } from './outbox.repo.js';
 import type { Presence } from './presence.js';
@@ -98,7 +99,15 @@ export interface Conn {
   dirty: boolean;
   /** The dispatch token the connection's command frames carry, reused until half its life is gone. */
   token?: { token: string; expires_at: number; renew_at: number };
+  /**
+   * Commands sent without an outbox row and not acked yet, by tx_id, with their path (made at the
+   * first: most daemons get none).
+   */
+  unstored?: Map<string, string>;
 }
+
+/** Unstored commands a connection remembers unacked, at most: past it, an ack is recorded as any other (to no effect). */
+const MAX_UNSTORED = 1_000;
 
 /**
  * The hub-held dispatch token of a connection's command frames: signed once and reused until half
@@ -389,8 +398,23 @@ export function canSendNow(conn: Conn | undefined): boolean {
  * that wrote it recorded it as sent, so no delivery takes it before its resend interval.
  */
 export async function sendNow(s: TunnelState, conn: Conn, commands: readonly NewCommand[]): Promise<void> {
-  const mine = commands.filter((c) => c.last_sent_at !== null && c.last_sent_at >= conn.openedAt);
-  sendFrames(conn, await commandFrames(s, conn, mine, s.deps.now(), true));
+  const isMine = (c: NewCommand) => c.last_sent_at !== null && c.last_sent_at >= conn.openedAt;
+  const mine = commands.filter(isMine);
+  // Made for the connection this one replaced, and in no outbox: stored now, for its delivery.
+  const late = commands.filter((c) => !c.stored && !isMine(c));
+  if (late.length > 0) {
+    await storeCommands(s.deps.db, conn.daemonId, late, s.deps.now());
+    flush(s, conn);
+  }
+  const frames = await commandFrames(s, conn, mine, s.deps.now(), true);
+  for (const c of mine) if (!c.stored) rememberUnstored(conn, c);
+  sendFrames(conn, frames);
+}
+
+function rememberUnstored(conn: Conn, command: NewCommand): void {
+  conn.unstored ??= new Map();
+  conn.unstored.set(command.tx_id, command.path);
+  if (conn.unstored.size > MAX_UNSTORED) conn.unstored.delete(conn.unstored.keys().next().value!);
 }
 
 function onMessage(s: TunnelState, conn: Conn, text: string): void {
@@ -417,6 +441,13 @@ function onMessage(s: TunnelState, conn: Conn, text: string): void {
   const frame = parsed.data;
   if (frame.type === 'call') {
     s.track(answerCall(s, conn, frame), 'tunnel call');
+    return;
+  }
+  // An unstored command's ack has nothing to record: it is only told.
+  const unstored = conn.unstored?.get(frame.tx_id);
+  if (unstored !== undefined) {
+    conn.unstored!.delete(frame.tx_id);
+    emitAck(s, conn, frame, unstored);
     return;
   }
   s.acks.push({ conn, ack: frame });
@@ -449,17 +480,22 @@ async function recordAckBatch(s: TunnelState, batch: { conn: Conn; ack: AckFrame
   );
   batch.forEach(({ conn, ack }, i) => {
     const path = firsts[i];
-    if (!path) return; // a repeated ack, or a tx_id that is not this daemon's: nothing to do
-    s.deps.log.debug({ daemon_id: conn.daemonId, tx_id: ack.tx_id, status: ack.status }, 'command acked');
-    s.events.emit('ack', {
-      path,
-      tx_id: ack.tx_id,
-      daemon_id: conn.daemonId,
-      status: ack.status,
-      reply: ack.status === 'ok' ? (ack.reply ?? null) : null,
-      error: ack.status === 'error' ? (ack.error ?? null) : null,
-    } as CommandResult & { path: string });
+    // null: a repeated ack, or a tx_id that is not this daemon's: nothing to do
+    if (path) emitAck(s, conn, ack, path);
   });
+}
+
+/** Tells the hub a command was acked, with what it came back with. */
+function emitAck(s: TunnelState, conn: Conn, ack: AckFrame, path: string): void {
+  s.deps.log.debug({ daemon_id: conn.daemonId, tx_id: ack.tx_id, status: ack.status }, 'command acked');
+  s.events.emit('ack', {
+    path,
+    tx_id: ack.tx_id,
+    daemon_id: conn.daemonId,
+    status: ack.status,
+    reply: ack.status === 'ok' ? (ack.reply ?? null) : null,
+    error: ack.status === 'error' ? (ack.error ?? null) : null,
+  } as CommandResult & { path: string });
 }
 
 /** A hub operation called over the tunnel: answered as `POST /v1/<op>` with the daemon's token. */

@@ -9,7 +9,8 @@ import type { CommandResult, NewCommand } from '../ports.js';
 
 /**
  * The durable command outbox (SQL only). A command stays `pending` until its daemon acks it; the
- * tunnel sends pending commands on connect, on wake and from its periodic scan.
+ * tunnel sends pending commands on connect, on wake and from its periodic scan. An offer to a daemon
+ * whose connection to this process is ready is the one command sent without a row (commands.ts).
  */
 
 let lastSeq = 0;
@@ -27,9 +28,54 @@ function nextSeq(now: number): number {
 export type StoredCommand = Pick<CommandOutboxTable, 'tx_id' | 'path' | 'body'>;
 
 /**
+ * A command's body as its frame carries it: a plain-object body gets the `tx_id` too, since daemon
+ * routes deduplicate on it.
+ */
+export function commandText(body: unknown, txId: string): string {
+  const withTx =
+    body !== null && typeof body === 'object' && !Array.isArray(body) ? merged(body, { tx_id: txId }) : body;
+  return JSON.stringify(withTx ?? null);
+}
+
+function outboxRow(daemonId: string, command: StoredCommand, now: number, sentAt: number | undefined) {
+  return {
+    tx_id: command.tx_id,
+    path: command.path,
+    body: command.body,
+    daemon_id: daemonId,
+    status: 'pending',
+    ack_status: null,
+    reply: null,
+    error: null,
+    created_at: now,
+    seq: nextSeq(now),
+    last_sent_at: sentAt ?? null,
+    acked_at: null,
+    attempts: sentAt === undefined ? 0 : 1,
+  } satisfies CommandOutboxTable;
+}
+
+/**
+ * Stores commands that were to leave without an outbox row (an offer, commands.ts) but found their
+ * daemon's connection replaced: the new connection's delivery sends them as any pending command.
+ */
+export async function storeCommands(
+  db: Kysely<DB>,
+  daemonId: string,
+  commands: readonly StoredCommand[],
+  now: number,
+): Promise<void> {
+  if (commands.length === 0) return;
+  await insertRows(
+    db,
+    'command_outbox',
+    commands.map((c) => outboxRow(daemonId, c, now, undefined)),
+  ).execute();
+}
+
+/**
  * Writes a command for a daemon. Pass the caller's transaction as `db` so the command commits with
  * the change that caused it; after the commit, the tunnel sends it; `inTx` (commands.ts) does both.
- * A plain-object body gets the `tx_id` too, since daemon routes deduplicate on it.
  *
  * `sentAt`: the command goes straight to the daemon's connection on this process after the commit
  * (recorded as sent then, so neither a flush nor the scan sends it again before it is due). Else,
@@ -47,25 +93,9 @@ export async function enqueueCommand(
 ): Promise<NewCommand> {
   const txId = ids.newId();
   const now = ids.now();
-  const withTx =
-    body !== null && typeof body === 'object' && !Array.isArray(body) ? merged(body, { tx_id: txId }) : body;
-  const text = JSON.stringify(withTx ?? null);
+  const text = commandText(body, txId);
   const insert = insertRows(db, 'command_outbox', [
-    {
-      tx_id: txId,
-      daemon_id: daemonId,
-      path,
-      body: text,
-      status: 'pending',
-      ack_status: null,
-      reply: null,
-      error: null,
-      created_at: now,
-      seq: nextSeq(now),
-      last_sent_at: opts.sentAt ?? null,
-      acked_at: null,
-      attempts: opts.sentAt === undefined ? 0 : 1,
-    },
+    outboxRow(daemonId, { tx_id: txId, path, body: text }, now, opts.sentAt),
   ]);
   // PostgreSQL: wakes the hub process holding the daemon's connection, at commit (src/hub/cluster/bus.ts).
   const notice = () =>
@@ -74,7 +104,7 @@ export async function enqueueCommand(
       : outboxNotice(daemonId, opts.from, { tx_id: txId, path, body: text, written_at: now });
   const wake = opts.sentAt === undefined ? [{ channel: OUTBOX_CHANNEL, payload: notice() }] : [];
   await writeThenNotify(db, [insert], wake);
-  return { tx_id: txId, path, body: text, last_sent_at: opts.sentAt ?? null };
+  return { tx_id: txId, path, body: text, last_sent_at: opts.sentAt ?? null, stored: true };
 }
 
 /**

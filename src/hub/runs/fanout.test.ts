@@ -5,6 +5,8 @@ import type { TestHub } from '../../../test/helpers/hub.js';
 import { allowOrgTeams, hubWithTeam, registerAgent } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import type { World } from '../../../test/helpers/world.js';
+import type { CommandFrame } from '../../shared/protocol.js';
+import { sendCommand } from '../daemons/commands.js';
 
 describe('offers go to a few daemons, the least loaded first', () => {
   let h: TestHub;
@@ -22,6 +24,8 @@ describe('offers go to a few daemons, the least loaded first', () => {
       daemons.push({ id: dt.data.daemon_id, token: dt.data.token, c });
     }
     await allowOrgTeams(h, w.orgId);
+    // Each connection's dispatch token signed once, so that later commands leave in the order sent.
+    for (const d of daemons) await receivedBy(d);
   });
   after(async () => {
     for (const d of daemons) {
@@ -32,6 +36,24 @@ describe('offers go to a few daemons, the least loaded first', () => {
     await h.close();
   });
 
+  /**
+   * The commands a daemon received before a marker command sent to it now: its connection carries
+   * the marker after every command sent to it before (once its dispatch token is signed, see
+   * `before`). Offers leave without an outbox row, so they are read here, as the daemon gets them.
+   */
+  async function receivedBy(d: (typeof daemons)[number]): Promise<CommandFrame[]> {
+    const marker = await sendCommand(h.running.hub, d.id, 'test/marker', {});
+    const got: CommandFrame[] = [];
+    for (;;) {
+      const f = await d.c.nextAny();
+      if (f.type !== 'command') continue;
+      if (f.tx_id === marker) break;
+      got.push(f);
+    }
+    d.c.ack(marker);
+    return got;
+  }
+
   /** The daemons a run was offered to, and its queue item. */
   async function offersOf(runId: string): Promise<{ item: string; to: string[] }> {
     const run = await h.running.hub.db
@@ -39,14 +61,14 @@ describe('offers go to a few daemons, the least loaded first', () => {
       .select('queue_item_id')
       .where('run_id', '=', runId)
       .executeTakeFirstOrThrow();
-    const rows = await h.running.hub.db
-      .selectFrom('command_outbox')
-      .select(['daemon_id', 'body'])
-      .where('path', '=', 'offer_job')
-      .execute();
-    const to = rows
-      .filter((r) => (JSON.parse(r.body) as { queue_item_id: string }).queue_item_id === run.queue_item_id)
-      .map((r) => r.daemon_id);
+    const to: string[] = [];
+    for (const d of daemons) {
+      const offers = (await receivedBy(d)).filter(
+        (f) =>
+          f.path === 'offer_job' && (f.body as { queue_item_id: string }).queue_item_id === run.queue_item_id,
+      );
+      if (offers.length > 0) to.push(d.id);
+    }
     return { item: run.queue_item_id!, to: to.sort() };
   }
 

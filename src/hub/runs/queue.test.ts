@@ -4,6 +4,7 @@ import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { offerItem } from '../../../test/helpers/offers.js';
 import { connectDaemon } from '../../../test/helpers/tunnel-client.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
+import type { CommandResult } from '../ports.js';
 
 describe('queue/claim and offers', () => {
   let h: TestHub;
@@ -55,12 +56,28 @@ describe('queue/claim and offers', () => {
       assert.equal(row.status, 'claimed');
       assert.equal(row.claimed_by, w.daemonId);
       assert.equal(typeof row.claimed_at, 'number');
+      // Offers to daemons connected to this process leave without an outbox row; their acks are told.
+      const told = new Map<string, unknown>();
+      const allTold = new Promise<void>((resolve) => {
+        const onAck = (r: CommandResult) => {
+          told.set(r.tx_id, r.reply);
+          if (told.has(ca.tx_id) && told.has(cb.tx_id)) {
+            h.running.hub.tunnel.events.off('ack', onAck);
+            resolve();
+          }
+        };
+        h.running.hub.tunnel.events.on('ack', onAck);
+      });
       a.ack(ca.tx_id, { reply: { claimed: true, daemon_id: w.daemonId } });
       b.ack(cb.tx_id, { reply: { claimed: false, daemon_id: second.daemon_id } });
-      await Promise.all([
-        h.running.hub.tunnel.waitForAck(ca.tx_id),
-        h.running.hub.tunnel.waitForAck(cb.tx_id),
-      ]);
+      await allTold;
+      assert.deepEqual(told.get(ca.tx_id), { claimed: true, daemon_id: w.daemonId });
+      const stored = await h.running.hub.db
+        .selectFrom('command_outbox')
+        .select('tx_id')
+        .where('tx_id', 'in', [ca.tx_id, cb.tx_id])
+        .execute();
+      assert.deepEqual(stored, []);
     } finally {
       await a.close();
       await b.close();
