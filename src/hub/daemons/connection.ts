@@ -106,7 +106,10 @@ export interface Conn {
   unstored?: Map<string, string>;
 }
 
-/** Unstored commands a connection remembers unacked, at most: past it, an ack is recorded as any other (to no effect). */
+/**
+ * Unstored commands a connection remembers unacked, at most: past it, the oldest one's ack goes to
+ * the outbox as any other, where it changes nothing.
+ */
 const MAX_UNSTORED = 1_000;
 
 /**
