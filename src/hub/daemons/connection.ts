@@ -398,7 +398,9 @@ export function canSendNow(conn: Conn | undefined): boolean {
  * this connection opened are its delivery's (it sends what was not sent on it), so only the newer
  * ones go here; the socket closing before they leave is the same as any lost frame: the next
  * connection gets them. This is each command's first send (`CommandFrame.first`): the transaction
- * that wrote it recorded it as sent, so no delivery takes it before its resend interval.
+ * that wrote it recorded it as sent, so no delivery takes it before its resend interval. An offer
+ * sent without an outbox row (commands.ts) that was made for the connection this one replaced is
+ * written to the outbox now, for this connection's delivery; that rare write delays the others.
  */
 export async function sendNow(s: TunnelState, conn: Conn, commands: readonly NewCommand[]): Promise<void> {
   const isMine = (c: NewCommand) => c.last_sent_at !== null && c.last_sent_at >= conn.openedAt;
