@@ -90,3 +90,36 @@ describe('PostgreSQL session settings', { skip: TEST_DB !== 'postgres' && 'runs 
     }
   });
 });
+
+describe('PostgreSQL: closing the database', { skip: TEST_DB !== 'postgres' && 'runs on PostgreSQL' }, () => {
+  it('refuses a query still waiting for a connection, instead of leaving it waiting forever', async () => {
+    const tdb = testDatabase();
+    const d = await openDatabase({ url: PG_URL, ...(tdb.schema ? { schema: tdb.schema } : {}), poolSize: 1 });
+    let finish!: () => void;
+    const held = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    let began!: () => void;
+    const begun = new Promise<void>((resolve) => {
+      began = resolve;
+    });
+    // The pool's one connection stays in this transaction until `finish`.
+    const tx = d.db.transaction().execute(async (t) => {
+      await sql`select 1`.execute(t);
+      began();
+      await held;
+    });
+    try {
+      await begun;
+      const waiting = sql`select 2`.execute(d.db);
+      const closed = d.close();
+      await assert.rejects(waiting, /closed/);
+      finish();
+      await tx;
+      await closed;
+    } finally {
+      finish();
+      await tdb.cleanup();
+    }
+  });
+});

@@ -99,9 +99,27 @@ export async function openDatabaseOf<T>(opts: OpenOptions): Promise<Database<T>>
 /** The pool as Kysely uses it: each connection's client as src/db/pg-client.ts makes it. */
 function pipelinedPool(pool: pg.Pool, parts: PgParts): PostgresPool {
   const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  /**
+   * Callers waiting for a connection. `pg`'s pool never answers those it queued (every connection
+   * busy, or an idle one about to be handed over) once it ends, so a query begun just before the
+   * database closes would wait forever, and the hub's stop with it: they are refused at `end`.
+   */
+  const waiting = new Set<(err: Error) => void>();
   return {
     async connect() {
-      const client = await pool.connect();
+      const client = await new Promise<pg.PoolClient>((resolve, reject) => {
+        waiting.add(reject);
+        pool.connect().then(
+          (c) => {
+            if (waiting.delete(reject)) resolve(c);
+            else c.release();
+          },
+          (err: unknown) => {
+            waiting.delete(reject);
+            reject(err);
+          },
+        );
+      });
       let wrapped = clients.get(client);
       if (!wrapped) {
         wrapped = pipelinedClient(client, parts);
@@ -109,7 +127,11 @@ function pipelinedPool(pool: pg.Pool, parts: PgParts): PostgresPool {
       }
       return wrapped;
     },
-    end: () => pool.end(),
+    end: () => {
+      for (const refuse of waiting) refuse(new Error('the database was closed'));
+      waiting.clear();
+      return pool.end();
+    },
   };
 }
 
