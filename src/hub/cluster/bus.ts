@@ -303,7 +303,10 @@ export function createPgBus(o: PgBusOptions): ClusterBus {
     }
     if (n.channel === channels.runs) {
       const [realmId, runId] = n.payload.split(' ');
-      if (realmId && runId) runFeed.emit('change', realmId, runId);
+      // Told once this turn is over, as on SQLite (`send`): the commit's own reply may be read in
+      // the same turn as its notice, and what the commit sends (an offer, the request's reply)
+      // should leave before the streams' reads.
+      if (realmId && runId) setImmediate(() => runFeed.emit('change', realmId, runId));
       return;
     }
     if (n.channel !== channels.hub) return;

@@ -33,7 +33,8 @@ describe('writes kept until the commit', () => {
   it('commits every write of a large transaction, in order, with its notices', async () => {
     // The change notice: on SQLite told once the transaction has committed and its caller has gone
     // on, so the event streams' reads never come before what the transaction sends (an offer, a
-    // reply); on PostgreSQL heard through LISTEN, after the commit.
+    // reply); on PostgreSQL heard through LISTEN, after the commit, and told once the turn it was
+    // heard in is over (the commit's own reply, when read in that turn, goes on first).
     let committed = false;
     const heard = new Promise<boolean>((resolve) => {
       const onChange = (_realm: string, run: string) => {
