@@ -4,6 +4,7 @@ import type { RunsTable } from '../db/schema.js';
 import type { RunState } from '../shared/api/run-states.js';
 import type { Clock, IdGen } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
+import { DEFAULT_PASSWORD_COST } from '../shared/password.js';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from '../shared/shutdown.js';
 import type { AccessCache } from './access/access-cache.js';
 import type { CatalogCache } from './catalog/catalog-cache.js';
@@ -88,6 +89,8 @@ export interface HubConfig {
   passwordConcurrency: number;
   /** Password checks that may wait for a free slot; beyond, rate_limited. */
   passwordQueue: number;
+  /** scrypt's cost of new password hashes, log2 of N (src/shared/password.ts): 15; the tests use 10. */
+  passwordCost: number;
   /** Tunnel heartbeat: a WebSocket ping this often; a peer that has not answered by the next one is dropped. */
   tunnelPingMs: number;
   /**
@@ -164,6 +167,7 @@ export const DEFAULT_HUB_CONFIG: HubConfig = {
   signInAddressLimit: 100,
   passwordConcurrency: 2,
   passwordQueue: 32,
+  passwordCost: DEFAULT_PASSWORD_COST,
   tunnelPingMs: 15_000,
   outboxScanMs: 2_000,
   outboxResendMs: 30_000,

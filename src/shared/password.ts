@@ -1,27 +1,82 @@
-import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from 'node:crypto';
+import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 
-// scrypt is memory-hard: N=2^15, r=8 uses 32 MiB per hash.
-const PARAMS: ScryptOptions = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
+/**
+ * Passwords are stored as `scrypt$N$r$p$salt$key` (base64 salt and key). scrypt is memory-hard: at
+ * the default cost, N = 2^15 with r = 8 uses 32 MiB and about 100 ms of a core per hash. A hub's
+ * `passwordCost` (HubConfig, log2 of N) sets the cost of new hashes; the test suite lowers it, as
+ * Devise's `stretches` or Django's test hashers do. A stored hash is checked with its own
+ * parameters, so hashes made at another cost stay valid when it changes.
+ */
+export const DEFAULT_PASSWORD_COST = 15;
+const R = 8;
+const P = 1;
 const KEYLEN = 32;
+/** Parameters a stored hash may name (a hash written by hand cannot make a check take gigabytes). */
+const COSTS = { min: 10, max: 20 };
+const MAX_R = 32;
+const MAX_P = 16;
 
-function derive(password: string, salt: Buffer): Promise<Buffer> {
+interface Params {
+  n: number;
+  r: number;
+  p: number;
+}
+
+function derive(password: string, salt: Buffer, { n, r, p }: Params): Promise<Buffer> {
+  // scrypt needs 128 · N · r bytes; Node refuses above `maxmem`.
+  const maxmem = 256 * n * r;
   return new Promise((resolve, reject) =>
-    scrypt(password, salt, KEYLEN, PARAMS, (err, key) => (err ? reject(err) : resolve(key))),
+    scrypt(password, salt, KEYLEN, { N: n, r, p, maxmem }, (err, key) => (err ? reject(err) : resolve(key))),
   );
 }
 
-export async function hashPassword(password: string): Promise<string> {
+const paramsOf = (cost: number): Params => ({ n: 2 ** cost, r: R, p: P });
+
+export async function hashPassword(password: string, cost = DEFAULT_PASSWORD_COST): Promise<string> {
+  // A hash beyond the bounds that `verifyPassword` accepts could never be checked.
+  if (!Number.isInteger(cost) || cost < COSTS.min || cost > COSTS.max) {
+    throw new RangeError(`password cost ${cost} is not an integer from ${COSTS.min} to ${COSTS.max}`);
+  }
   const salt = randomBytes(16);
-  const key = await derive(password, salt);
-  return `scrypt$${PARAMS.N}$${PARAMS.r}$${PARAMS.p}$${salt.toString('base64')}$${key.toString('base64')}`;
+  const { n, r, p } = paramsOf(cost);
+  const key = await derive(password, salt, { n, r, p });
+  return `scrypt$${n}$${r}$${p}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
-export async function verifyPassword(password: string, stored: string | null): Promise<boolean> {
-  // Unknown users still pay for one derivation so timing does not reveal which e-mails exist.
+/** The parameters, salt and key of a stored hash; null when it is not one this code writes. */
+function parse(stored: string | null): (Params & { salt: Buffer; key: Buffer }) | null {
   const parts = stored?.split('$') ?? [];
-  const salt = parts[4] ? Buffer.from(parts[4], 'base64') : randomBytes(16);
-  const key = await derive(password, salt);
-  if (parts[0] !== 'scrypt' || !parts[5]) return false;
-  const expected = Buffer.from(parts[5], 'base64');
-  return expected.length === key.length && timingSafeEqual(expected, key);
+  if (parts.length !== 6 || parts[0] !== 'scrypt') return null;
+  const [n, r, p] = parts.slice(1, 4).map(Number) as [number, number, number];
+  const cost = Math.log2(n);
+  const fits =
+    Number.isInteger(cost) &&
+    cost >= COSTS.min &&
+    cost <= COSTS.max &&
+    Number.isInteger(r) &&
+    r >= 1 &&
+    r <= MAX_R &&
+    Number.isInteger(p) &&
+    p >= 1 &&
+    p <= MAX_P;
+  if (!fits || !parts[4] || !parts[5]) return null;
+  return { n, r, p, salt: Buffer.from(parts[4], 'base64'), key: Buffer.from(parts[5], 'base64') };
+}
+
+/**
+ * Whether `password` matches `stored`. Unknown users and unusable hashes still pay for one
+ * derivation at the hub's cost, so timing does not reveal which e-mail addresses exist.
+ */
+export async function verifyPassword(
+  password: string,
+  stored: string | null,
+  cost = DEFAULT_PASSWORD_COST,
+): Promise<boolean> {
+  const hash = parse(stored);
+  if (!hash) {
+    await derive(password, randomBytes(16), paramsOf(cost));
+    return false;
+  }
+  const key = await derive(password, hash.salt, hash);
+  return hash.key.length === key.length && timingSafeEqual(hash.key, key);
 }

@@ -51,6 +51,9 @@ export async function post(url: string, body: unknown, token?: string | null): P
   return { status: res.status, body: parsed };
 }
 
+/** scrypt's cost (log2 of N) of the password hashes of test hubs. */
+export const TEST_PASSWORD_COST = 10;
+
 /** Starts a hub on a fresh test database (migrated, test/helpers/db.ts) with a known admin token. */
 export async function startTestHub(opts: Partial<StartHubOptions> = {}): Promise<TestHub> {
   const db = await migratedTestDatabase();
@@ -68,6 +71,9 @@ export async function startTestHub(opts: Partial<StartHubOptions> = {}): Promise
       artifactsDir,
       log: createLogger('hub', process.env.SVC_TEST_LOG ?? 'silent'),
       ...more,
+      // Password hashes at scrypt's lowest cost (a thousandth of the memory, a thirtieth of the time):
+      // the suite makes hundreds. A test of hashing itself names the real cost.
+      config: { passwordCost: TEST_PASSWORD_COST, ...more.config },
     });
   const start = () => startOn(opts);
   const running = await start().catch(async (err) => {

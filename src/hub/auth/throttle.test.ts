@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { type Reply, startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { createOrgWithOwner } from '../../../test/helpers/world.js';
+import { DEFAULT_PASSWORD_COST } from '../../shared/password.js';
 import type { RunningHub } from '../server.js';
 import { addressKey, retryAfterMs } from './throttle.js';
 
@@ -143,7 +144,10 @@ describe('sign-in throttle', () => {
 describe('password hashing on the request path', () => {
   let h: TestHub;
   before(async () => {
-    h = await startTestHub({ config: { passwordConcurrency: 2, passwordQueue: 8 } });
+    // The real cost: hashes long enough to overlap.
+    h = await startTestHub({
+      config: { passwordConcurrency: 2, passwordQueue: 8, passwordCost: DEFAULT_PASSWORD_COST },
+    });
     await createOrgWithOwner(h, 'gate');
   });
   after(() => h.close());

@@ -86,7 +86,9 @@ export async function checkSignIn(
   let ok: boolean;
   try {
     user = await hub.db.selectFrom('users').selectAll().where('email', '=', address).executeTakeFirst();
-    ok = await hub.passwords.run(() => verifyPassword(password, user?.password_hash ?? null));
+    ok = await hub.passwords.run(() =>
+      verifyPassword(password, user?.password_hash ?? null, hub.config.passwordCost),
+    );
   } catch (err) {
     // Not a wrong password (the gate was full, or the database failed): not counted.
     await deleteFailures(hub.db, attempt.ids);

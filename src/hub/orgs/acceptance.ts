@@ -83,7 +83,7 @@ async function firstPassword(hub: Hub, user: UsersTable, input: AcceptInput): Pr
   }
   return {
     status: 'active',
-    password_hash: await hub.passwords.run(() => hashPassword(password)),
+    password_hash: await hub.passwords.run(() => hashPassword(password, hub.config.passwordCost)),
     ...(input.handle ? { handle: input.handle } : {}),
     ...(input.display_name ? { display_name: input.display_name } : {}),
   };
