@@ -15,6 +15,8 @@
 // - A test hub starts on a database copied from a migrated template instead of migrating a fresh one
 //   (test/helpers/db.ts `migratedTestDatabase`): a SQLite file copy, or on PostgreSQL a database
 //   cloned by CREATE DATABASE … TEMPLATE.
+// - Test hubs hash passwords at scrypt's lowest cost (test/helpers/hub.ts `TEST_PASSWORD_COST`): the
+//   suite makes some 700 hashes, which at the real cost took a minute and a half of CPU.
 // - test/helpers/leaks.ts fails a file that leaves a socket, server, child process, timer or database
 //   file open when its tests are done, names it, and ends that file's process.
 // - At the end the slowest files are listed with their times (scripts/test-times.mjs); SVC_TEST_TIMES=
