@@ -11,10 +11,13 @@ export const DEFAULT_PASSWORD_COST = 15;
 const R = 8;
 const P = 1;
 const KEYLEN = 32;
-/** Parameters a stored hash may name (a hash written by hand cannot make a check take gigabytes). */
-const COSTS = { min: 10, max: 20 };
-const MAX_R = 32;
-const MAX_P = 16;
+/**
+ * Parameters a hash may name, as inclusive integer ranges (a hash written by hand cannot make a check
+ * take gigabytes); `cost` is log2 of N.
+ */
+const BOUNDS = { cost: [10, 20], r: [1, 32], p: [1, 16] } as const;
+const within = (x: number, [min, max]: readonly [number, number]) =>
+  Number.isInteger(x) && x >= min && x <= max;
 
 interface Params {
   n: number;
@@ -34,12 +37,13 @@ const paramsOf = (cost: number): Params => ({ n: 2 ** cost, r: R, p: P });
 
 export async function hashPassword(password: string, cost = DEFAULT_PASSWORD_COST): Promise<string> {
   // A hash beyond the bounds that `verifyPassword` accepts could never be checked.
-  if (!Number.isInteger(cost) || cost < COSTS.min || cost > COSTS.max) {
-    throw new RangeError(`password cost ${cost} is not an integer from ${COSTS.min} to ${COSTS.max}`);
+  if (!within(cost, BOUNDS.cost)) {
+    throw new RangeError(`password cost ${cost} is not an integer from ${BOUNDS.cost.join(' to ')}`);
   }
   const salt = randomBytes(16);
-  const { n, r, p } = paramsOf(cost);
-  const key = await derive(password, salt, { n, r, p });
+  const params = paramsOf(cost);
+  const key = await derive(password, salt, params);
+  const { n, r, p } = params;
   return `scrypt$${n}$${r}$${p}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
@@ -48,17 +52,7 @@ function parse(stored: string | null): (Params & { salt: Buffer; key: Buffer }) 
   const parts = stored?.split('$') ?? [];
   if (parts.length !== 6 || parts[0] !== 'scrypt') return null;
   const [n, r, p] = parts.slice(1, 4).map(Number) as [number, number, number];
-  const cost = Math.log2(n);
-  const fits =
-    Number.isInteger(cost) &&
-    cost >= COSTS.min &&
-    cost <= COSTS.max &&
-    Number.isInteger(r) &&
-    r >= 1 &&
-    r <= MAX_R &&
-    Number.isInteger(p) &&
-    p >= 1 &&
-    p <= MAX_P;
+  const fits = within(Math.log2(n), BOUNDS.cost) && within(r, BOUNDS.r) && within(p, BOUNDS.p);
   if (!fits || !parts[4] || !parts[5]) return null;
   return { n, r, p, salt: Buffer.from(parts[4], 'base64'), key: Buffer.from(parts[5], 'base64') };
 }
