@@ -19,7 +19,7 @@ import { artifactsOf } from './artifacts/artifacts.service.js';
 import { folderStore } from './artifacts/store.js';
 import { createPasswordGate } from './auth/password-gate.js';
 import { bootstrapAdmin } from './auth/users.js';
-import { createCatalogCache } from './catalog/catalog-cache.js';
+import { CATALOG_CACHE_MS, createCatalogCache } from './catalog/catalog-cache.js';
 import { createLocalBus, createPgBus } from './cluster/bus.js';
 import { type Presence, startPresence } from './cluster/presence.js';
 import { registerConsole } from './console.js';
@@ -132,7 +132,8 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     // that matter to it.
     const access = createAccessCache();
     const rules = createRulesCache();
-    const catalog = createCatalogCache();
+    // The catalog's answers in use are read again in the background through the hub's handle.
+    const catalog = createCatalogCache(CATALOG_CACHE_MS, Date.now, () => base.db);
     const daemonsOnline = createOnlineCache();
     // The scheduler wakes when a schedule is written through this process.
     const scheduler = createScheduler();

@@ -41,49 +41,25 @@ describe('access cache', () => {
       REFUSED_WITHIN_MS,
     );
 
-  it('answers an entry until it expires, and does not keep expired entries', () => {
+  it('keeps each kind of answer apart, and reads one in use again in the background', async () => {
     let now = 1_000;
     const cache = createAccessCache(1_000, () => now);
     const actor = { kind: 'user', user: { id: 'u' } } as unknown as Actor;
-    for (let i = 0; i < 100; i++) cache.putToken(`seen-once-${i}`, actor);
-    cache.putRealmRole('u', 'r', 'member');
-    assert.equal(cache.token('seen-once-7'), actor);
-    assert.equal(cache.realmRole('u', 'r'), 'member');
-    assert.equal(cache.size(), 101);
-    now += 999;
-    assert.equal(cache.token('seen-once-8'), actor);
-    now += 1;
-    assert.equal(cache.token('seen-once-8'), undefined);
-    // The next entry put sweeps every expired one, in every map.
-    cache.putToken('fresh', actor);
-    assert.equal(cache.size(), 1);
-    assert.equal(cache.token('fresh'), actor);
-    assert.equal(cache.realmRole('u', 'r'), undefined);
-  });
-
-  it('sweeps expired entries after the last put, without waiting for another', () => {
-    let now = 1_000;
-    const timers: (() => void)[] = [];
-    const cache = createAccessCache(
-      1_000,
-      () => now,
-      (fn) => timers.push(fn),
-    );
-    const actor = { kind: 'daemon', daemon: { id: 'd' } } as unknown as Actor;
-    for (let i = 0; i < 50; i++) cache.putToken(`daemon-${i}`, actor);
-    assert.equal(timers.length, 1, 'one timer for many puts');
-    now += 500;
-    cache.putToken('later', actor);
-    timers.shift()!();
-    assert.equal(cache.size(), 51, 'nothing had expired yet');
-    assert.equal(timers.length, 1, 'swept again while entries are left');
-    now += 500;
-    timers.shift()!();
-    assert.equal(cache.size(), 1, 'the first fifty expired');
-    now += 500;
-    timers.shift()!();
+    let reads = 0;
+    const load = async () => {
+      reads++;
+      return actor;
+    };
+    assert.equal(await cache.token('h', load), actor);
+    assert.equal(await cache.realmRole('u', 'r', async () => 'member'), 'member');
+    assert.equal(await cache.orgRole('u', 'r', async () => 'admin'), 'admin', 'not the realm role');
+    assert.equal(await cache.realmRole('u', 'r', async () => 'admin'), 'member');
+    assert.equal(cache.size(), 3);
+    now += 600;
+    assert.equal(await cache.token('h', load), actor);
+    assert.equal(reads, 2, 'read again past half its time');
+    cache.clear();
     assert.equal(cache.size(), 0);
-    assert.equal(timers.length, 0, 'no timer once the cache is empty');
   });
 
   it('is cleared by writes that can change an answer, and only by those', () => {

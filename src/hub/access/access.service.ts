@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { OrgsTable, RealmsTable } from '../../db/schema.js';
+import type { OrgsTable } from '../../db/schema.js';
 import { AppError, forbidden, notFound } from '../../shared/errors.js';
 import {
   effectiveRealmRole,
@@ -11,6 +11,7 @@ import {
   realmAllows,
 } from '../../shared/permissions.js';
 import type { Hub } from '../context.js';
+import type { RealmWithOrg } from './access-cache.js';
 import type { Actor, DaemonActor, UserActor } from './actor.js';
 
 export function requireUser(actor: Actor | null): UserActor {
@@ -52,17 +53,15 @@ export async function loadOrg(hub: Hub, orgId: string): Promise<OrgsTable> {
 }
 
 export async function orgRoleOf(hub: Hub, userId: string, orgId: string): Promise<OrgRole | null> {
-  const cached = hub.access.orgRole(userId, orgId);
-  if (cached !== undefined) return cached;
-  const row = await hub.db
-    .selectFrom('org_members')
-    .select('role')
-    .where('org_id', '=', orgId)
-    .where('user_id', '=', userId)
-    .executeTakeFirst();
-  const role = row?.role ?? null;
-  hub.access.putOrgRole(userId, orgId, role);
-  return role;
+  return hub.access.orgRole(userId, orgId, async () => {
+    const row = await hub.db
+      .selectFrom('org_members')
+      .select('role')
+      .where('org_id', '=', orgId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
+    return row?.role ?? null;
+  });
 }
 
 /** Loads the org and checks the caller holds `permission` in it (site administrators always do). */
@@ -81,12 +80,11 @@ export async function requireOrg(
 }
 
 /** The realm and its (not deleted) organization, in one query. */
-export async function loadRealm(
-  hub: Pick<Hub, 'db' | 'access'>,
-  realmId: string,
-): Promise<RealmsTable & { org: OrgsTable }> {
-  const cached = hub.access.realm(realmId);
-  if (cached) return cached;
+export async function loadRealm(hub: Pick<Hub, 'db' | 'access'>, realmId: string): Promise<RealmWithOrg> {
+  return hub.access.realm(realmId, () => readRealm(hub, realmId));
+}
+
+async function readRealm(hub: Pick<Hub, 'db'>, realmId: string): Promise<RealmWithOrg> {
   const row = await hub.db
     .selectFrom('realms')
     .innerJoin('orgs', 'orgs.id', 'realms.org_id')
@@ -106,7 +104,7 @@ export async function loadRealm(
     .where('orgs.deleted_at', 'is', null)
     .executeTakeFirst();
   if (!row) throw notFound('realm');
-  const realm = {
+  return {
     id: row.id,
     org_id: row.org_id,
     name: row.name,
@@ -122,8 +120,6 @@ export async function loadRealm(
       deleted_at: null,
     },
   };
-  hub.access.putRealm(realm);
-  return realm;
 }
 
 /** A user's effective role in a realm (see permissions.effectiveRealmRole). */
@@ -132,11 +128,7 @@ export async function realmRoleOf(
   userId: string,
   realm: { id: string; org_id: string },
 ): Promise<RealmRole | null> {
-  const cached = hub.access.realmRole(userId, realm.id);
-  if (cached !== undefined) return cached;
-  const role = await realmRoleQuery(hub, userId, realm);
-  hub.access.putRealmRole(userId, realm.id, role);
-  return role;
+  return hub.access.realmRole(userId, realm.id, () => realmRoleQuery(hub, userId, realm));
 }
 
 async function realmRoleQuery(
@@ -193,7 +185,7 @@ export async function requireRealm(
   actor: Actor | null,
   realmId: string,
   permission: RealmPermission,
-): Promise<{ realm: RealmsTable & { org: OrgsTable }; actor: UserActor; role: RealmRole }> {
+): Promise<{ realm: RealmWithOrg; actor: UserActor; role: RealmRole }> {
   const user = requireUser(actor);
   const realm = await loadRealm(hub, realmId);
   if (user.user.is_site_admin === 1) return { realm, actor: user, role: 'admin' };

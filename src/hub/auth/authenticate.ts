@@ -24,19 +24,19 @@ export async function authenticate(
   if (!m) throw new AppError('unauthorized', 'Authorization must be "Bearer <token>"');
   const token = m[1]!;
   const hash = hashSecret(token);
-  const now = hub.now();
-  // Only a live token is ever cached, so a hit needs no other check than its expiry.
-  const cached = hub.access.token(hash);
-  if (cached && (cached.kind === 'daemon' || cached.tokenExpiresAt === null || cached.tokenExpiresAt > now))
-    return cached;
-  const configured = hub.config.adminTokenHash;
-  const kind = tokenKind(token) ?? (configured !== null && digestsEqual(configured, hash) ? 'user' : null);
-  const actor = kind ? await lookUp(hub, kind, hash, now) : null;
-  if (actor) {
-    hub.access.putToken(hash, actor);
-    return actor;
+  // Only a live token is ever kept, so an answer needs no other check than its expiry.
+  const actor = await hub.access.token(hash, async () => {
+    const configured = hub.config.adminTokenHash;
+    const kind = tokenKind(token) ?? (configured !== null && digestsEqual(configured, hash) ? 'user' : null);
+    if (!kind) throw new AppError('unauthorized', 'token is malformed');
+    const found = await lookUp(hub, kind, hash, hub.now());
+    if (!found) throw new AppError('unauthorized', 'token is expired, revoked or unknown');
+    return found;
+  });
+  if (actor.kind === 'user' && actor.tokenExpiresAt !== null && actor.tokenExpiresAt <= hub.now()) {
+    throw new AppError('unauthorized', 'token is expired, revoked or unknown');
   }
-  throw new AppError('unauthorized', kind ? 'token is expired, revoked or unknown' : 'token is malformed');
+  return actor;
 }
 
 const DAEMON_COLUMNS = allColumns<DaemonsTable>()([

@@ -49,6 +49,37 @@ describe('catalog cache', () => {
     assert.equal((await cache.teamVersion(db, w.orgId, 'build', '1.1.0'))?.description, 'changed');
   });
 
+  it("reads a version in use again through the hub's handle, not the caller's transaction", async () => {
+    let now = 0;
+    const db = h.running.hub.db;
+    const cache = createCatalogCache(
+      1_000,
+      () => now,
+      () => db,
+    );
+    const setDescription = (description: string) =>
+      db
+        .updateTable('team_versions')
+        .set({ description })
+        .where('org_id', '=', w.orgId)
+        .where('name', '=', 'build')
+        .execute();
+    await setDescription('before');
+    assert.equal((await cache.teamVersion(db, w.orgId, 'build', '1.0.0'))?.description, 'before');
+    // Written through the hub's handle, which carries the hub's own cache's plugin, not this one's.
+    await setDescription('after');
+    now = 600;
+    // Asked inside a transaction that ends before the renewal's read: answered at once, as kept.
+    const inTx = await db.transaction().execute((trx) => cache.teamVersion(trx, w.orgId, 'build', '1.0.0'));
+    assert.equal(inTx?.description, 'before');
+    await until(
+      'the renewal read the new description',
+      async () => (await cache.teamVersion(db, w.orgId, 'build', '1.0.0'))?.description === 'after',
+      SEEN_WITHIN_MS,
+    );
+    assert.ok(now < 1_000, 'renewed before the kept answer ran out');
+  });
+
   it('does not keep what a read found when the cache was cleared while it ran', async () => {
     const cache = createCatalogCache();
     const reading = cache.teamVersion(h.running.hub.db, w.orgId, 'build', null);

@@ -16,8 +16,10 @@ import { agentManifests, definitionOfVersion, findTeamVersion } from './catalog.
  * another hub process, within `ttlMs` (one second). A read that began before a clear does not keep
  * its answer (a generation count), so a write is never shadowed by a read that raced it.
  *
- * Reads on a miss go through `db`, the caller's handle or transaction. Values are shared between
- * callers and frozen: nothing may change them.
+ * Reads on a miss go through `db`, the caller's handle or transaction. With `renewThrough` (the hub's
+ * own handle), an answer asked for past half its time is answered and read again in the background
+ * through that handle, so that a team in use does not make a run wait for these reads once a second.
+ * Values are shared between callers and frozen: nothing may change them.
  */
 export interface CatalogCache {
   /** The team version `name` (newest) or `name@version` in an org, or null. */
@@ -52,21 +54,30 @@ const MAX_ENTRIES = 10_000;
 export function createCatalogCache(
   ttlMs: number = CATALOG_CACHE_MS,
   clock: () => number = Date.now,
+  renewThrough?: () => Kysely<DB>,
 ): CatalogCache {
   const kept = keptAnswers(ttlMs, clock, MAX_ENTRIES);
   // Values are shared between callers: frozen, so that none can change them.
-  const cached = <T>(key: string, load: () => Promise<T>) =>
-    kept.get(key, async () => deepFreeze(await load()));
+  const cached = <T>(key: string, db: Kysely<DB>, read: (db: Kysely<DB>) => Promise<T>) =>
+    kept.get(
+      key,
+      async () => deepFreeze(await read(db)),
+      renewThrough && (async () => deepFreeze(await read(renewThrough()))),
+    );
   // Keys are JSON arrays: no name or id can make two lookups share one.
   return {
     teamVersion: (db, orgId, name, version) =>
-      cached(JSON.stringify(['tv', orgId, name, version]), () => findTeamVersion(db, orgId, name, version)),
-    definition: (db, orgId, of) =>
-      cached(JSON.stringify(['def', orgId, of.team_version_id, of.agent_id]), () =>
-        definitionOfVersion(db, orgId, of),
+      cached(JSON.stringify(['tv', orgId, name, version]), db, (d) =>
+        findTeamVersion(d, orgId, name, version),
       ),
-    manifests: (db, orgId, ids) =>
-      cached(JSON.stringify(['agents', orgId, [...ids].sort()]), () => agentManifests(db, orgId, [...ids])),
+    definition: (db, orgId, of) =>
+      cached(JSON.stringify(['def', orgId, of.team_version_id, of.agent_id]), db, (d) =>
+        definitionOfVersion(d, orgId, of),
+      ),
+    manifests: (db, orgId, ids) => {
+      const sorted = [...ids].sort();
+      return cached(JSON.stringify(['agents', orgId, sorted]), db, (d) => agentManifests(d, orgId, sorted));
+    },
     clear: kept.clear,
     size: kept.size,
     watch: clearOnWrite({ agents: null, team_versions: null }, kept.clear),
