@@ -19,7 +19,7 @@ import { createLogger } from '../src/shared/logger.js';
 import { mintToken } from '../src/shared/tokens.js';
 import type { BenchResult } from './index.js';
 import { type Child, startChild } from './lib/child.js';
-import { benchDatabase, pool } from './lib/util.js';
+import { benchDatabase, cpuMsOf, pool } from './lib/util.js';
 
 const CLAIM_MS = 1_500;
 const CONCURRENCY = 16;
@@ -111,6 +111,7 @@ async function claimRace(kind: 'sqlite' | 'postgres'): Promise<BenchResult[]> {
     const race = async (n: number) => {
       await racers!.request('stats', { reset: true });
       const t0 = performance.now();
+      const hubCpu0 = cpuMsOf(hub!.pid);
       await pool(n, 16, () => api('runs/new', { realm_id: realmId, team: 'race' }));
       const deadline = Date.now() + 120_000;
       // biome-ignore lint/suspicious/noExplicitAny: child reply
@@ -122,11 +123,18 @@ async function claimRace(kind: 'sqlite' | 'postgres'): Promise<BenchResult[]> {
         await new Promise((r) => setTimeout(r, 5));
       }
       const seconds = (performance.now() - t0) / 1000;
+      const hubCpuPerRun = (cpuMsOf(hub!.pid) - hubCpu0) / n;
       if (st.errors > 0) throw new Error(`race: ${st.errors} failed claims, last: ${st.lastError}`);
       if (st.wins !== n) throw new Error(`race: ${st.wins} wins for ${n} runs`);
       if (st.executedTwice > 0) throw new Error(`race: ${st.executedTwice} runs executed twice`);
       const lat = (st.claimLatencies as number[]).sort((x, y) => x - y);
-      return { runsPerSec: n / seconds, claims: st.claims as number, executed: st.executed as number, lat };
+      return {
+        runsPerSec: n / seconds,
+        hubCpuPerRun,
+        claims: st.claims as number,
+        executed: st.executed as number,
+        lat,
+      };
     };
     await race(RACE_WARMUP);
     const r = await race(RACE_RUNS);
@@ -157,7 +165,8 @@ async function claimRace(kind: 'sqlite' | 'postgres'): Promise<BenchResult[]> {
         higherIsBetter: true,
         note:
           `${RACE_RUNS} runs through runs/new (16 clients), each offered to ≤ 3 daemons: ${r.claims} claims, ` +
-          `every run executed once (${r.executed} checked)`,
+          `every run executed once (${r.executed} checked); the hub's CPU per run ` +
+          `${(r.hubCpuPerRun * 1000).toFixed(0)} µs (${((r.hubCpuPerRun * r.runsPerSec) / 10).toFixed(0)} % of a core)`,
       },
       ...([50, 99] as const).map((p) => ({
         name: `claim (offer received → claim answered), ${setup}, p${p}`,
