@@ -61,13 +61,17 @@ describe('kept answers', () => {
     t.now = 500;
     const open = l.hold();
     assert.equal(await kept.get('k', l.load, l.load), 'a', 'answered at once while it is read again');
+    assert.equal(l.calls, 1, "the read starts after the caller's turn");
+    await settle();
     assert.equal(await kept.get('k', l.load, l.load), 'a');
+    await settle();
     assert.equal(l.calls, 2, 'one renewal at a time');
     open();
     await settle();
     // Renewed at 500: kept until 1,500, where the first answer would have ended at 1,000.
     t.now = 1_400;
     assert.equal(await kept.get('k', l.load, l.load), 'b');
+    await settle();
     assert.equal(l.calls, 3, 'renewed again past half of its new time');
   });
 

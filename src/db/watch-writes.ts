@@ -132,15 +132,20 @@ export function keptAnswers(
     entries.set(key, { value, until: now + ttlMs, renewing: false });
     sweepLater();
   }
+  // The read starts after the turn of the caller that asked, which it would otherwise delay: on
+  // SQLite it would take the connection, when the caller's transaction let go of it, before the
+  // caller went on.
   function renewLater(key: string, kept: Kept, renew: () => Promise<unknown>): void {
     kept.renewing = true;
     const seen = generation;
-    renew().then(
-      (value) => keep(key, value, seen),
-      // The next caller reads it, and meets the error itself if it persists.
-      () => {
-        if (entries.get(key) === kept) entries.delete(key);
-      },
+    setImmediate(() =>
+      renew().then(
+        (value) => keep(key, value, seen),
+        // The next caller reads it, and meets the error itself if it persists.
+        () => {
+          if (entries.get(key) === kept) entries.delete(key);
+        },
+      ),
     );
   }
 
