@@ -13,7 +13,7 @@ const { createRequire, syncBuiltinESMExports } = require('node:module');
 
 const dir = process.env.SVC_TRACE_DIR ?? '/tmp/svc-trace';
 const all = process.env.SVC_TRACE_ALL === '1';
-/** [kind, start, end (0: an instant), text] */
+/** [kind, start, end (0: an instant), text, rows (SQLite reads)] */
 const stamps = [];
 const now = () => performance.timeOrigin + performance.now();
 const short = (text, n) => String(text).slice(0, n).replace(/\s+/g, ' ');
@@ -67,7 +67,10 @@ function traceSqlite(Database) {
       const start = now();
       const result = original.apply(this, args);
       const end = now();
-      if (all || end - start > 0.05) stamps.push(['sql', start, end, short(this.source, 60)]);
+      if (all || end - start > 0.05) {
+        const rows = Array.isArray(result) ? result.length : undefined;
+        stamps.push(['sql', start, end, short(this.source, 60), ...(rows === undefined ? [] : [rows])]);
+      }
       return result;
     };
   }

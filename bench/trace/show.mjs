@@ -3,7 +3,8 @@
 //   node bench/trace/show.mjs run N [PID…]   the steps of the N-th `runs/new` (from its request to the
 //                                            next one), in time order, across the processes given
 //                                            (default: every file), each with its time from the request
-//   node bench/trace/show.mjs statements PID  each statement of one process: count, total ms, text
+//   node bench/trace/show.mjs statements PID  each statement of one process: count, total ms, rows
+//                                            per read (SQLite), text
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -33,15 +34,21 @@ if (what === 'run') {
   }
 } else if (what === 'statements') {
   const counts = new Map();
-  for (const [, kind, start, end, text] of stampsOf(rest[0])) {
+  for (const [, kind, start, end, text, rows] of stampsOf(rest[0])) {
     if (kind !== 'pg' && kind !== 'sql') continue;
-    const c = counts.get(text) ?? { n: 0, ms: 0 };
+    const c = counts.get(text) ?? { n: 0, ms: 0, rows: 0, reads: 0 };
     c.n++;
     c.ms += end - start;
+    if (rows !== undefined) {
+      c.rows += rows;
+      c.reads++;
+    }
     counts.set(text, c);
   }
+  console.log('  count     total  rows/read  text');
   for (const [text, c] of [...counts].sort((a, b) => b[1].ms - a[1].ms).slice(0, 40)) {
-    console.log(`${String(c.n).padStart(7)} ${c.ms.toFixed(1).padStart(9)} ms  ${text}`);
+    const rows = c.reads ? (c.rows / c.reads).toFixed(1) : '';
+    console.log(`${String(c.n).padStart(7)} ${c.ms.toFixed(1).padStart(9)} ms ${rows.padStart(6)}  ${text}`);
   }
 } else {
   console.error('usage: show.mjs run N [PID…] | show.mjs statements PID');
