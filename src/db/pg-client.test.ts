@@ -297,4 +297,68 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
       assert.deepEqual(await ids(), [20, 21, 22]);
     });
   });
+
+  it("a named statement's rows, made by its kept shape, are pg's own rows", async () => {
+    const tag = randomBytes(4).toString('hex');
+    // Types the pool parses, nulls, a repeated column name (the last value wins, as in pg's rows).
+    const text = `select $1::bigint as big, $2::jsonb as doc, $3::text as nothing, $4::boolean as yes,
+      $5::bytea as bytes, array[$6::text] as list, $7::int as n, 1 as n -- ${tag}`;
+    const values = [2 ** 40, { a: [1, 'x'] }, null, true, Buffer.from([0, 255]), 'a', 7];
+    const expected = (await pool.query(text, values)).rows[0];
+    assert.equal(expected.n, 1);
+    await withClient(async (c) => {
+      for (let i = 0; i < 4; i++) {
+        const row = (await c.query(text, values)).rows[0];
+        assert.deepEqual(row, expected, `run ${i + 1}`);
+        assert.deepEqual(Object.keys(row), Object.keys(expected), 'the columns in their order');
+      }
+      const names = (await c.query('select statement from pg_prepared_statements')).rows.map(
+        (r: { statement: string }) => r.statement,
+      );
+      assert.ok(names.includes(text), 'the statement ran by name');
+      // A column named __proto__ is an own property, as pg makes it, and the prototype is untouched.
+      const proto = `select 1 as "__proto__", 2 as other -- ${tag}`;
+      for (let i = 0; i < 3; i++) {
+        const row = (await c.query(proto)).rows[0];
+        assert.ok(Object.hasOwn(row, '__proto__'));
+        assert.equal(Object.getPrototypeOf(row), Object.prototype);
+        assert.equal(row.other, 2);
+      }
+    });
+  });
+
+  it("a named statement's kept shape follows a column whose type changed", async () => {
+    const tag = randomBytes(4).toString('hex');
+    await pool.query(`create table shaped_${tag} (id int, v int)`);
+    await pool.query(`insert into shaped_${tag} values (1, 5)`);
+    const text = `select id, v from shaped_${tag} where id = $1`;
+    await withClient(async (c) => {
+      for (let i = 0; i < 3; i++) assert.deepEqual((await c.query(text, [1])).rows, [{ id: 1, v: 5 }]);
+    });
+    await pool.query(`alter table shaped_${tag} alter column v type jsonb using to_jsonb(v)`);
+    // Connections that prepare it anew answer the new type (a connection that prepared it before is
+    // refused by the server: a prepared statement's result may not change).
+    const fresh = new pg.Pool({
+      connectionString: pool.options.connectionString,
+      options: pool.options.options,
+      max: 1,
+      types: parts.types,
+    });
+    try {
+      const raw = await fresh.connect();
+      const client = pipelinedClient(raw, parts);
+      const query = client.query as unknown as (t: string, v?: unknown[]) => Promise<pg.QueryResult>;
+      try {
+        for (let i = 0; i < 3; i++) {
+          await pool.query(`update shaped_${tag} set v = $1`, [{ i }]);
+          assert.deepEqual((await query(text, [1])).rows, [{ id: 1, v: { i } }]);
+        }
+      } finally {
+        client.release();
+      }
+    } finally {
+      await fresh.end();
+      await pool.query(`drop table shaped_${tag}`);
+    }
+  });
 });

@@ -8,6 +8,7 @@ import {
   SelectQueryNode,
   SqliteDialect,
 } from 'kysely';
+import { type RowMaker, rowMaker } from './row-maker.js';
 
 let addon: string | null | undefined;
 
@@ -69,23 +70,20 @@ const STATEMENT_CACHE_SIZE = 500;
 /** A prepared statement, with the function that turns a row of a reader into an object. */
 interface Prepared {
   stmt: Statement;
-  row: ((values: unknown[]) => unknown) | null;
+  row: RowMaker | null;
 }
 
 /**
- * A reader's rows are read as arrays and made into objects by a function compiled for its columns:
- * better-sqlite3 builds each row object through V8's C++ API one property at a time, which costs
- * more than the query itself for a row of fifty columns. Keys are the column names as JSON string
- * literals; a duplicate name keeps its last value, as better-sqlite3's own objects do.
+ * A reader's rows are read as arrays and made into objects by a function compiled for its columns
+ * (row-maker.ts): better-sqlite3 builds each row object through V8's C++ API one property at a time.
  */
-function rowMaker(stmt: Statement): ((values: unknown[]) => unknown) | null {
-  const names = stmt.columns().map((c) => c.name);
-  // A literal's `__proto__:` would set the prototype: such a row is left to better-sqlite3.
-  if (names.includes('__proto__')) return null;
-  const last = new Map(names.map((n, i) => [n, i]));
-  const fields = [...last].map(([n, i]) => `${JSON.stringify(n)}: v[${i}]`).join(', ');
-  stmt.raw(true);
-  return new Function('v', `return { ${fields} };`) as (values: unknown[]) => unknown;
+function readerRows(stmt: Statement): RowMaker | null {
+  const make = rowMaker(
+    stmt.columns().map((c) => c.name),
+    false,
+  );
+  if (make) stmt.raw(true);
+  return make;
 }
 
 class FastSqliteConnection implements DatabaseConnection {
@@ -102,7 +100,7 @@ class FastSqliteConnection implements DatabaseConnection {
       this.#cache.delete(sql);
     } else {
       const stmt = this.#db.prepare(sql);
-      p = { stmt, row: stmt.reader ? rowMaker(stmt) : null };
+      p = { stmt, row: stmt.reader ? readerRows(stmt) : null };
       if (this.#cache.size >= STATEMENT_CACHE_SIZE) this.#cache.delete(this.#cache.keys().next().value!);
     }
     this.#cache.set(sql, p);
