@@ -80,6 +80,10 @@ export interface PgParts {
     rowMode: undefined,
     types: pg.CustomTypesConfig,
   ) => ResultBuilder;
+  /** pg's result builder for a named statement, whose rows its kept shape makes (`shapedResult`). */
+  Shaped: new (
+    statement: string,
+  ) => ResultBuilder;
   prepareValue: (value: unknown) => unknown;
   /** The type parsers every connection of the pool uses. */
   types: pg.CustomTypesConfig;
@@ -100,7 +104,8 @@ export function pgParts(pgModule: typeof pg): PgParts {
         : pgModule.types.getTypeParser(oid, format)) as typeof pgModule.types.getTypeParser,
   };
   const { prepareValue } = (pgModule as unknown as { utils: Pick<PgParts, 'prepareValue'> }).utils;
-  return { Result: pgModule.Result as unknown as PgParts['Result'], prepareValue, types };
+  const Result = pgModule.Result as unknown as PgParts['Result'];
+  return { Result, Shaped: shapedResult(Result, types), prepareValue, types };
 }
 
 /** The part of pg's result builder that a submittable drives. */
@@ -131,13 +136,23 @@ export function pipelinedClient(client: pg.PoolClient, parts: PgParts): Postgres
     return Object.keys(parsed.parsedStatements).length < MAX_NAMED ? name : undefined;
   };
   // A named statement goes as a pipeline of one, whose rows are made by its kept shape.
-  const run = (text: string, values: unknown[]): Promise<Answer> =>
-    nameOf(text) ? pipeline([{ text, values }]).then((answers) => answers[0]!) : client.query(text, values);
-  /** Sends `statements` together; throws at once, having sent nothing, when a value cannot be sent. */
-  const pipeline = (statements: Statement[]): Promise<Answer[]> => {
-    const mapped = statements.map((s) => ({
+  const run = (text: string, values: unknown[]): Promise<Answer> => {
+    const name = nameOf(text);
+    return name
+      ? pipeline([{ text, values }], [name]).then((answers) => answers[0]!)
+      : client.query(text, values);
+  };
+  /**
+   * Sends `statements` together, each under its name (`nameOf`); throws at once, having sent
+   * nothing, when a value cannot be sent.
+   */
+  const pipeline = (
+    statements: Statement[],
+    names = statements.map((s) => nameOf(s.text)),
+  ): Promise<Answer[]> => {
+    const mapped = statements.map((s, i) => ({
       text: s.text,
-      name: nameOf(s.text),
+      name: names[i],
       values: s.values.map(parts.prepareValue),
     }));
     return new Promise((resolve, reject) => {
@@ -251,34 +266,22 @@ function sameFields(a: readonly Field[], b: readonly Field[]): boolean {
   return true;
 }
 
-type ShapedResult = new (statement: string, types: pg.CustomTypesConfig) => ResultBuilder;
-const shapedResults = new WeakMap<PgParts['Result'], ShapedResult>();
-
 /** pg's result builder, for a named statement: rows made by its kept shape (pg's way without one). */
-function shapedResult(parts: PgParts): ShapedResult {
-  let Shaped = shapedResults.get(parts.Result);
-  if (!Shaped) {
-    const Base = parts.Result;
-    Shaped = class extends Base {
-      private shape: Shape | null = null;
-      constructor(
-        private readonly statement: string,
-        private readonly types: pg.CustomTypesConfig,
-      ) {
-        super(undefined, types);
-      }
-      override addFields(fields: unknown[]): void {
-        this.shape = shapeOf(this.statement, fields as Field[], this.types);
-        if (this.shape) (this as unknown as { fields: unknown[] }).fields = fields;
-        else super.addFields(fields);
-      }
-      override parseRow(values: unknown[]): unknown {
-        return this.shape ? this.shape.make(values, this.shape.parsers) : super.parseRow(values);
-      }
-    };
-    shapedResults.set(parts.Result, Shaped);
-  }
-  return Shaped;
+function shapedResult(Base: PgParts['Result'], types: pg.CustomTypesConfig): PgParts['Shaped'] {
+  return class extends Base {
+    private shape: Shape | null = null;
+    constructor(private readonly statement: string) {
+      super(undefined, types);
+    }
+    override addFields(fields: unknown[]): void {
+      this.shape = shapeOf(this.statement, fields as Field[], types);
+      if (this.shape) (this as unknown as { fields: unknown[] }).fields = fields;
+      else super.addFields(fields);
+    }
+    override parseRow(values: unknown[]): unknown {
+      return this.shape ? this.shape.make(values, this.shape.parsers) : super.parseRow(values);
+    }
+  };
 }
 
 /**
@@ -300,7 +303,7 @@ class Pipeline {
     private readonly reject: (err: unknown) => void,
   ) {
     this.results = statements.map((s) =>
-      s.name ? new (shapedResult(parts))(s.name, parts.types) : new parts.Result(undefined, parts.types),
+      s.name ? new parts.Shaped(s.name) : new parts.Result(undefined, parts.types),
     );
   }
 
