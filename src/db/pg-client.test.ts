@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { PG_URL, TEST_DB } from '../../test/helpers/db.js';
 import { dropSchema, openDatabase } from './index.js';
-import { pgParts, pipelinedClient, TOGETHER, WITH_COMMIT } from './pg-client.js';
+import { pgParts, pipelinedClient, TOGETHER, WITH_NEXT } from './pg-client.js';
 
 /**
  * The pipelined client against a real server: the round trips it saves (counted as the server's
@@ -64,7 +64,7 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
   }
   const ids = async () => (await pool.query('select id from t order by id')).rows.map((r) => r.id);
 
-  it("sends a transaction's begin with its first statement, and what goes with the commit with it", async () => {
+  it("sends a transaction's begin with its first statement, and statements kept for the next one with the commit", async () => {
     await withClient(async (c) => {
       await c.query('begin');
       assert.equal(c.trips(), 0);
@@ -75,13 +75,40 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
       const second = await c.query('select count(*)::int as k from t');
       assert.deepEqual(second.rows, [{ k: 1 }]);
       assert.equal(c.trips(), 2);
-      await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [2, 'b', 6]);
-      await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [3, 'c', 7]);
-      assert.equal(c.trips(), 2, 'writes kept for the commit are not sent before it');
+      await c.query(`${WITH_NEXT}insert into t values ($1, $2, $3)`, [2, 'b', 6]);
+      await c.query(`${WITH_NEXT}insert into t values ($1, $2, $3)`, [3, 'c', 7]);
+      assert.equal(c.trips(), 2, 'kept writes are not sent before another statement or the commit');
       assert.deepEqual(await ids(), [], 'nothing is visible before the commit');
       await c.query('commit');
       assert.equal(c.trips(), 3);
       assert.deepEqual(await ids(), [1, 2, 3]);
+    });
+  });
+
+  it('statements kept for the next one leave with it, in order, and one that fails fails it', async () => {
+    await withClient(async (c) => {
+      await c.query('begin');
+      await c.query(`${WITH_NEXT}insert into t values ($1, $2, $3)`, [1, 'a', 5]);
+      await c.query(`${WITH_NEXT}update t set n = n + 1 where id = $1`, [1]);
+      assert.equal(c.trips(), 0, 'nothing leaves before a statement that is waited for');
+      const read = await c.query('select n from t where id = $1', [1]);
+      assert.deepEqual(read.rows, [{ n: 6 }], 'the read sees the kept writes, made in order before it');
+      assert.equal(c.trips(), 1, 'begin, the kept writes and the read in one round trip');
+      await c.query(`${WITH_NEXT}insert into t values ($1, $2, $3)`, [2, 'b', 0]);
+      const together = await c.query(TOGETHER, [[{ text: 'select count(*)::int as k from t', values: [] }]]);
+      assert.deepEqual(together.rows, [[{ k: 2 }]]);
+      assert.equal(c.trips(), 2);
+      await c.query('commit');
+      assert.deepEqual(await ids(), [1, 2]);
+      // A kept write that fails: the statement it left with fails with its error, and the rollback
+      // undoes the whole transaction.
+      await c.query('begin');
+      await c.query('insert into t values ($1, $2, $3)', [3, 'c', 0]);
+      await c.query(`${WITH_NEXT}insert into t values ($1, $2, $3)`, [1, 'dup', 0]);
+      await assert.rejects(c.query('select n from t where id = $1', [3]), { code: '23505' });
+      await c.query('rollback');
+      assert.deepEqual(await ids(), [1, 2]);
+      assert.deepEqual((await c.query('select 1 as one')).rows, [{ one: 1 }]);
     });
   });
 
@@ -125,17 +152,17 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
       await c.query('begin');
       await c.query('commit');
       await c.query('begin');
-      await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [9, 'x', 1]);
+      await c.query(`${WITH_NEXT}insert into t values ($1, $2, $3)`, [9, 'x', 1]);
       await c.query('rollback');
       assert.equal(c.trips(), 0);
       assert.deepEqual(await ids(), []);
       await c.query('begin');
-      await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [4, 'd', 1]);
+      await c.query(`${WITH_NEXT}insert into t values ($1, $2, $3)`, [4, 'd', 1]);
       await c.query('commit');
       assert.equal(c.trips(), 1);
       assert.deepEqual(await ids(), [4]);
       // Outside a transaction the mark changes nothing: the statement runs at once.
-      await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [5, 'e', 1]);
+      await c.query(`${WITH_NEXT}insert into t values ($1, $2, $3)`, [5, 'e', 1]);
       assert.deepEqual(await ids(), [4, 5]);
     });
   });
@@ -161,8 +188,8 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
     await withClient(async (c) => {
       await c.query('begin');
       await c.query('insert into t values ($1, $2, $3)', [10, 'kept?', 1]);
-      await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [11, 'fine', 1]);
-      await c.query(`${WITH_COMMIT}insert into t values ($1, $2, $3)`, [1, 'dup', 1]);
+      await c.query(`${WITH_NEXT}insert into t values ($1, $2, $3)`, [11, 'fine', 1]);
+      await c.query(`${WITH_NEXT}insert into t values ($1, $2, $3)`, [1, 'dup', 1]);
       await assert.rejects(c.query('commit'), { code: '23505' });
       await c.query('rollback');
       assert.deepEqual(await ids(), [1]);
@@ -214,7 +241,7 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
             await sql`insert into t values (${100 + i}, 'k', ${i})`.execute(trx);
             await trx.executeQuery(
               // Every third transaction's kept write collides with a row that was there before.
-              sql`${sql.raw(WITH_COMMIT)}insert into t values (${i % 3 === 2 ? 1 : 200 + i}, 'w', 0)`.compile(
+              sql`${sql.raw(WITH_NEXT)}insert into t values (${i % 3 === 2 ? 1 : 200 + i}, 'w', 0)`.compile(
                 trx,
               ),
             );
@@ -263,13 +290,13 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
       for (let i = 4; i < 8; i++) {
         await c.query('begin');
         await c.query(insert, [i, 'first', i]);
-        await c.query(`${WITH_COMMIT}${insert}`, [100 + i, 'kept', i]);
+        await c.query(`${WITH_NEXT}${insert}`, [100 + i, 'kept', i]);
         await c.query('commit');
       }
       const names = await prepared(c);
       assert.deepEqual(
         names.filter((t) => t.includes(tag)),
-        [`${WITH_COMMIT}${insert}`, counted, insert].sort(),
+        [`${WITH_NEXT}${insert}`, counted, insert].sort(),
         'each recurring text is prepared once on the connection',
       );
       assert.ok(!names.includes(starred), 'a * result is never prepared');
@@ -284,14 +311,14 @@ describe('pipelined PostgreSQL client', { skip: TEST_DB !== 'postgres' }, () => 
       for (let i = 0; i < 3; i++) {
         // The bad statement fails at its parse, and the good one after it is skipped, in one pipeline.
         await c.query('begin');
-        await c.query(`${WITH_COMMIT}${bad}`, [i]);
-        await c.query(`${WITH_COMMIT}${good}`, [10 + i, 'skipped', 0]);
+        await c.query(`${WITH_NEXT}${bad}`, [i]);
+        await c.query(`${WITH_NEXT}${good}`, [10 + i, 'skipped', 0]);
         await assert.rejects(c.query('commit'), { code: '42601' });
         await c.query('rollback');
       }
       for (let i = 0; i < 3; i++) {
         await c.query('begin');
-        await c.query(`${WITH_COMMIT}${good}`, [20 + i, 'kept', 0]);
+        await c.query(`${WITH_NEXT}${good}`, [20 + i, 'kept', 0]);
         await c.query('commit');
       }
       assert.deepEqual(await ids(), [20, 21, 22]);

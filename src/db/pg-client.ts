@@ -14,9 +14,12 @@ import { type RowMaker, rowMaker } from './row-maker.js';
  * - A transaction's `begin` is not sent on its own: it leaves with the transaction's first statement,
  *   in one write and one reply (the extended protocol allows several statements before one Sync). A
  *   transaction that runs no statement sends nothing at all.
- * - Statements marked `WITH_COMMIT` (the writes a transaction keeps until its end, src/hub/cluster/
- *   bus.ts) leave with its `commit`. Should one fail, PostgreSQL skips the rest, the `commit` reports
- *   the error, and the transaction is rolled back as for any other failed commit.
+ * - Statements marked `WITH_NEXT` are not answered on their own: they leave with the transaction's
+ *   next statement, at the latest with its `commit`, in the order they were made. They are the writes
+ *   nothing waits for: those a transaction keeps until its end (src/hub/cluster/bus.ts) and guarded
+ *   writes whose failure refuses the whole transaction (`expectOne` there). Should one fail,
+ *   PostgreSQL skips the rest, the statement they left with reports the error, and the transaction is
+ *   rolled back as for any other failed statement.
  *
  * - Statements sent `together` (together.ts) leave in one write, with the `begin` if it has not left.
  *
@@ -24,8 +27,11 @@ import { type RowMaker, rowMaker } from './row-maker.js';
  * in the cases above: the server's behaviour is that of the same statements sent one by one.
  */
 
-/** The start of a statement that travels with its transaction's `commit` (and is answered then). */
-export const WITH_COMMIT = '/* with commit */ ';
+/**
+ * The start of a statement that travels with its transaction's next statement or its `commit`, and
+ * is answered then (outside a transaction it runs at once).
+ */
+export const WITH_NEXT = '/* with next */ ';
 
 /**
  * The text of a query that stands for several (together.ts): its one value is the list of
@@ -124,7 +130,8 @@ export function pipelinedClient(client: pg.PoolClient, parts: PgParts): Postgres
   let beginPending = false;
   /** In a transaction (begun on the server or not). */
   let inTransaction = false;
-  let withCommit: Statement[] = [];
+  /** Statements that leave with the transaction's next one (`WITH_NEXT`), in order. */
+  let ahead: Statement[] = [];
   /** The connection's statements prepared by name (pg's own record, which `client.query` keeps too). */
   const parsed = (client as unknown as { connection: PgConnection }).connection;
   const nameOf = (text: string): string | undefined => {
@@ -159,18 +166,29 @@ export function pipelinedClient(client: pg.PoolClient, parts: PgParts): Postgres
       client.query(new Pipeline(mapped, parts, resolve, reject) as unknown as pg.QueryConfig);
     });
   };
-  const end = (text: 'commit' | 'rollback'): Promise<Answer> => {
-    const begun = !beginPending;
-    const kept = text === 'commit' ? withCommit : [];
+  /**
+   * Sends `statements` with what must leave before them: the transaction's `begin` if it has not
+   * left, and the statements kept for the next one (`WITH_NEXT`). Answers the statements given.
+   */
+  const withPending = (statements: Statement[]): Promise<Answer[]> => {
+    const before = [...(beginPending ? [BEGIN] : []), ...ahead];
+    // Built first: a value that cannot be sent throws here, having sent nothing.
     const sent =
-      kept.length > 0
-        ? pipeline([...(begun ? [] : [BEGIN]), ...kept, { text, values: [] }]).then(
-            (answers) => answers.at(-1)!,
-          )
-        : begun
-          ? run(text, [])
-          : Promise.resolve(nothing(text.toUpperCase()));
-    withCommit = [];
+      before.length === 0
+        ? pipeline(statements)
+        : pipeline([...before, ...statements]).then((answers) => answers.slice(before.length));
+    beginPending = false;
+    ahead = [];
+    return sent;
+  };
+  const end = (text: 'commit' | 'rollback'): Promise<Answer> => {
+    const sent =
+      text === 'commit' && ahead.length > 0
+        ? withPending([{ text, values: [] }]).then((answers) => answers[0]!)
+        : beginPending
+          ? Promise.resolve(nothing(text.toUpperCase()))
+          : run(text, []);
+    ahead = [];
     beginPending = false;
     inTransaction = false;
     return sent;
@@ -180,26 +198,19 @@ export function pipelinedClient(client: pg.PoolClient, parts: PgParts): Postgres
     if (text === 'begin') {
       beginPending = true;
       inTransaction = true;
-      withCommit = [];
+      ahead = [];
       return nothing('BEGIN');
     }
     if (text === 'commit' || text === 'rollback') return end(text);
     if (text === TOGETHER) {
-      const statements = values[0] as Statement[];
-      const begin = beginPending ? [BEGIN] : [];
-      beginPending = false;
-      const answers = (await pipeline([...begin, ...statements])).slice(begin.length);
+      const answers = await withPending(values[0] as Statement[]);
       return { command: 'SELECT', rowCount: answers.length, rows: answers.map((a) => a.rows) };
     }
-    if (inTransaction && text.startsWith(WITH_COMMIT)) {
-      withCommit.push({ text, values });
+    if (inTransaction && text.startsWith(WITH_NEXT)) {
+      ahead.push({ text, values });
       return nothing('SELECT');
     }
-    if (beginPending) {
-      const sent = pipeline([BEGIN, { text, values }]);
-      beginPending = false;
-      return (await sent)[1]!;
-    }
+    if (beginPending || ahead.length > 0) return (await withPending([{ text, values }]))[0]!;
     if (/^start transaction/i.test(text)) inTransaction = true;
     return run(text, values);
   };
@@ -208,7 +219,7 @@ export function pipelinedClient(client: pg.PoolClient, parts: PgParts): Postgres
     release: () => {
       beginPending = false;
       inTransaction = false;
-      withCommit = [];
+      ahead = [];
       client.release();
     },
   };

@@ -19,6 +19,7 @@ import * as m0017 from './0017_runs_daemon.js';
 import * as m0018 from './0018_history_realm.js';
 import * as m0019 from './0019_runs_partial_indexes.js';
 import * as m0020 from './0020_events_retention.js';
+import * as m0021 from './0021_expected_rows.js';
 
 /** Every migration, in order. Names sort lexically; append, never edit a released one. */
 export const migrations: Record<string, Migration> = {
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '0018_history_realm': m0018,
   '0019_runs_partial_indexes': m0019,
   '0020_events_retention': m0020,
+  '0021_expected_rows': m0021,
 };

@@ -2,7 +2,8 @@ import { EventEmitter } from 'node:events';
 import { CompiledQuery, type Insertable, type Kysely, type OperationNodeSource, sql } from 'kysely';
 import type pg from 'pg';
 import { isPostgres } from '../../db/index.js';
-import { WITH_COMMIT } from '../../db/pg-client.js';
+import { WITH_NEXT } from '../../db/pg-client.js';
+import { conflict } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { BusEventMap, BusHandlers, BusMessage, ClusterBus, NoticedCommand } from '../ports.js';
 
@@ -159,8 +160,9 @@ const kept = new WeakMap<object, { writes: Write[]; notices: Notice[] }>();
  * From now on, `writeThenNotify` in this transaction keeps its writes and notices until
  * `flushWrites`, which the transaction calls before it commits (src/hub/daemons/commands.ts, `inTx`).
  * PostgreSQL only: there they all go in one statement, which leaves with the transaction's `commit`
- * (src/db/pg-client.ts `WITH_COMMIT`): one round trip for the writes and the commit instead of one
- * each. On SQLite, where a statement costs no round trip, nothing is kept.
+ * (src/db/pg-client.ts `WITH_NEXT`): one round trip for the writes and the commit instead of one
+ * each. On SQLite, where a statement costs no round trip, nothing is kept. Guarded writes such a
+ * transaction makes with `expectOne` leave with its next statement.
  */
 // biome-ignore lint/suspicious/noExplicitAny: works for any schema
 export function keepWrites(trx: Kysely<any>): void {
@@ -173,7 +175,7 @@ export async function flushWrites(trx: Kysely<any>): Promise<void> {
   const k = kept.get(trx);
   if (!k) return;
   kept.delete(trx);
-  await send(trx, k.writes, k.notices, WITH_COMMIT);
+  await send(trx, k.writes, k.notices, WITH_NEXT);
 }
 
 /**
@@ -195,8 +197,50 @@ export async function writeThenNotify(
   // A transaction that writes a great deal (a sweep over hundreds of runs) makes what it kept into
   // statements of a bounded size, well under PostgreSQL's limit of parameters per statement; they all
   // leave with the commit.
-  if (k.writes.length >= MAX_KEPT_WRITES)
-    await send(db, k.writes.splice(0), k.notices.splice(0), WITH_COMMIT);
+  if (k.writes.length >= MAX_KEPT_WRITES) await send(db, k.writes.splice(0), k.notices.splice(0), WITH_NEXT);
+}
+
+/** A guarded write's statement, with a `returning` clause (its rows are the rows it changed). */
+export interface GuardedWrite {
+  compile(): CompiledQuery;
+  execute(): Promise<unknown[]>;
+}
+
+/** The SQLSTATE `svc_expect` raises (migration 0021): an expected row was not there. */
+const EXPECTED_ROW_MISSING = 'SV409';
+
+/**
+ * A guarded write that must change exactly one row, or the whole transaction is refused with
+ * `conflict(message)`. In a transaction that keeps its writes (PostgreSQL) nobody waits for it: it
+ * leaves with the transaction's next statement (src/db/pg-client.ts `WITH_NEXT`) as a statement
+ * that counts the rows it changed and raises when they are not one (`svc_expect`), so the
+ * transaction fails there and `refusedWrite` makes that failure the conflict. Elsewhere it runs at
+ * once. Either way nothing that follows it in the transaction sees the row otherwise than written.
+ */
+export async function expectOne(
+  // biome-ignore lint/suspicious/noExplicitAny: works for any schema
+  db: Kysely<any>,
+  write: GuardedWrite,
+  message: string,
+): Promise<void> {
+  if (kept.has(db)) {
+    const { sql: text, parameters } = write.compile();
+    await db.executeQuery(
+      CompiledQuery.raw(
+        `${WITH_NEXT}with "expected" as (${text}) select svc_expect(count(*) = 1, $${parameters.length + 1}) as ok from "expected"`,
+        [...parameters, message],
+      ),
+    );
+    return;
+  }
+  if ((await write.execute()).length !== 1) throw conflict(message);
+}
+
+/** A transaction's failure: the conflict of an `expectOne` whose row was not there, or as it was. */
+export function refusedWrite(err: unknown): never {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (e?.code === EXPECTED_ROW_MISSING && typeof e.message === 'string') throw conflict(e.message);
+  throw err;
 }
 
 /**

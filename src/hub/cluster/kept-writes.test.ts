@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { Kysely } from 'kysely';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
+import type { DB } from '../../db/index.js';
+import { AppError } from '../../shared/errors.js';
 import { inTx, Rollback, rolledBack } from '../daemons/commands.js';
-import { notifyRunChanged, runFeed } from './bus.js';
+import { expectOne, notifyRunChanged, runFeed } from './bus.js';
 
 /**
  * A transaction's writes that nothing reads back (commands here) and its notices: kept for one
@@ -67,5 +70,52 @@ describe('writes kept until the commit', () => {
     }).catch(rolledBack);
     assert.equal(result, null);
     assert.deepEqual(await commandsOf('test/undone'), []);
+  });
+
+  it('a guarded write that changes no row refuses its whole transaction, wherever it is sent', async () => {
+    const hub = h.running.hub;
+    const txId = await inTx(hub, (tx) => tx.command(w.daemonId, 'test/guarded', { n: 0 }));
+    const move = (db: Kysely<DB>, from: 'pending' | 'acked', path: string) =>
+      db
+        .updateTable('command_outbox')
+        .set({ path })
+        .where('tx_id', '=', txId)
+        .where('status', '=', from)
+        .returning('tx_id');
+    const refused = (err: unknown) =>
+      err instanceof AppError && err.code === 'conflict' && err.message === 'the command changed meanwhile';
+    // Followed by a read (on PostgreSQL the write leaves with it), then by the commit alone.
+    for (const readAfter of [true, false]) {
+      await assert.rejects(
+        inTx(hub, async (tx) => {
+          await tx.command(w.daemonId, 'test/guarded-before', { n: 1 });
+          await expectOne(tx.db, move(tx.db, 'acked', 'test/moved'), 'the command changed meanwhile');
+          if (readAfter) await tx.db.selectFrom('command_outbox').select('tx_id').execute();
+          await tx.command(w.daemonId, 'test/guarded-after', { n: 2 });
+        }),
+        refused,
+      );
+    }
+    assert.deepEqual(await commandsOf('test/guarded-before'), []);
+    assert.deepEqual(await commandsOf('test/guarded-after'), []);
+    assert.deepEqual(await commandsOf('test/moved'), []);
+    // A write that applies: what follows it in the transaction sees the row as it wrote it.
+    const seen = await inTx(hub, async (tx) => {
+      await expectOne(tx.db, move(tx.db, 'pending', 'test/moved'), 'the command changed meanwhile');
+      return (
+        await tx.db
+          .selectFrom('command_outbox')
+          .select('path')
+          .where('tx_id', '=', txId)
+          .executeTakeFirstOrThrow()
+      ).path;
+    });
+    assert.equal(seen, 'test/moved');
+    assert.deepEqual(await commandsOf('test/moved'), [0]);
+    // Outside a transaction that keeps its writes it runs at once, and refuses at once.
+    await assert.rejects(
+      expectOne(hub.db, move(hub.db, 'acked', 'test/never'), 'the command changed meanwhile'),
+      refused,
+    );
   });
 });

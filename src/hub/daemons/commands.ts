@@ -1,4 +1,4 @@
-import { flushWrites, keepWrites } from '../cluster/bus.js';
+import { flushWrites, keepWrites, refusedWrite } from '../cluster/bus.js';
 import type { Hub, Tx } from '../context.js';
 import type { NewCommand } from '../ports.js';
 import { commandText, enqueueCommand } from './outbox.repo.js';
@@ -25,31 +25,34 @@ export async function inTx<T>(hub: Hub, fn: (tx: Tx) => Promise<T>): Promise<T> 
   const daemons = new Set<string>();
   const direct = new Map<string, NewCommand[]>();
   const after: (() => Promise<unknown>)[] = [];
-  const result = await hub.db.transaction().execute(async (trx) => {
-    // History entries, events and commands nothing reads back go in one statement before the commit.
-    keepWrites(trx);
-    const out = await fn({
-      db: trx,
-      hub,
-      async command(daemonId, path, body) {
-        if (!hub.tunnel.canSendNow(daemonId)) {
-          daemons.add(daemonId);
-          const from = hub.tunnel.instanceId;
-          return (await enqueueCommand(trx, hub, daemonId, path, body, { from })).tx_id;
-        }
-        const cmd = UNSTORED_PATHS.has(path)
-          ? unstoredCommand(hub, path, body)
-          : await enqueueCommand(trx, hub, daemonId, path, body, { sentAt: hub.now() });
-        direct.set(daemonId, [...(direct.get(daemonId) ?? []), cmd]);
-        return cmd.tx_id;
-      },
-      afterCommit(step) {
-        after.push(step);
-      },
-    });
-    await flushWrites(trx);
-    return out;
-  });
+  const result = await hub.db
+    .transaction()
+    .execute(async (trx) => {
+      // History entries, events and commands nothing reads back go in one statement before the commit.
+      keepWrites(trx);
+      const out = await fn({
+        db: trx,
+        hub,
+        async command(daemonId, path, body) {
+          if (!hub.tunnel.canSendNow(daemonId)) {
+            daemons.add(daemonId);
+            const from = hub.tunnel.instanceId;
+            return (await enqueueCommand(trx, hub, daemonId, path, body, { from })).tx_id;
+          }
+          const cmd = UNSTORED_PATHS.has(path)
+            ? unstoredCommand(hub, path, body)
+            : await enqueueCommand(trx, hub, daemonId, path, body, { sentAt: hub.now() });
+          direct.set(daemonId, [...(direct.get(daemonId) ?? []), cmd]);
+          return cmd.tx_id;
+        },
+        afterCommit(step) {
+          after.push(step);
+        },
+      });
+      await flushWrites(trx);
+      return out;
+    })
+    .catch(refusedWrite);
   for (const [d, cmds] of direct) hub.tunnel.sendNow(d, cmds);
   for (const d of daemons) hub.tunnel.wake(d);
   for (const step of after) {

@@ -9,7 +9,7 @@ import { inTx } from '../daemons/commands.js';
 import { rejoinGroups } from './concurrency.js';
 import { dispatchRun } from './dispatch.service.js';
 import { addHistory } from './history.repo.js';
-import { mustTransition, transition } from './lifecycle.js';
+import { mustTransition, RUN_CHANGED, transition } from './lifecycle.js';
 import { withdrawQueueItem } from './queue.repo.js';
 import { managedRun, showRunNow } from './read.service.js';
 import { forceTerminateOf, json, type PendingControl, userActor } from './run.mapper.js';
@@ -81,7 +81,7 @@ export async function requestCancel(
     };
     // One cancel at a time: two requests at once (two hub processes) send one command.
     if (!(await updateRunRow(tx.db, run, set, (q) => q.where('control_tx_id', 'is', null)))) {
-      throw conflict('the run changed meanwhile; try again');
+      throw conflict(RUN_CHANGED);
     }
     await addHistory(tx.db, hub, run, run.state, requested);
   });
@@ -135,7 +135,7 @@ export async function forceTerminate(hub: Hub, actor: Actor | null, runId: strin
   }
   await inTx(hub, (tx) =>
     terminateIn(tx, run, { user_id: user.user.id, actor: userActor(user.user) }, reason).then((moved) => {
-      if (!moved) throw conflict('the run changed meanwhile; try again');
+      if (!moved) throw conflict(RUN_CHANGED);
     }),
   );
   return showRunNow(hub, run.run_id);

@@ -7,7 +7,7 @@ import { merged } from '../../shared/merged.js';
 import type { Tx } from '../context.js';
 import { addHistory, type HistoryEntry } from './history.repo.js';
 import { json } from './run.mapper.js';
-import { loadRun, moveRow, type RunChanges, type RunGuard } from './runs.repo.js';
+import { loadRun, moveRow, mustMoveRow, type RunChanges, type RunGuard } from './runs.repo.js';
 import { canMove } from './state.js';
 
 /**
@@ -27,7 +27,10 @@ export interface Move {
   guard?: RunGuard;
   /** The history entry; its type defaults by the new state (DEFAULT_ENTRY). */
   history?: Partial<HistoryEntry>;
-  /** The row is written with the run's other moves of this transaction (`RunWrite`), not at once. */
+  /**
+   * The row is written with the run's other moves of this transaction (`RunWrite`), not at once; a
+   * run that changed meanwhile then refuses the transaction rather than answering false.
+   */
   with?: RunWrite;
 }
 
@@ -35,8 +38,9 @@ export interface Move {
  * The row of a run that several moves and steps change in one transaction (a daemon's report with
  * the events that follow it), written once: the state the last move leaves it in and every column
  * the moves set, still guarded by the state and lease epoch it was read in. Each move is checked
- * against the state table and writes its history entry as it is made; `write` answers false when the
- * run changed meanwhile, and the caller then refuses them all.
+ * against the state table and writes its history entry as it is made. A run that changed meanwhile
+ * refuses the whole transaction (`RUN_CHANGED`): on PostgreSQL the write does not wait for its answer
+ * but leaves with the transaction's next statement, which then fails (runs.repo.ts `mustMoveRow`).
  */
 export class RunWrite {
   private to: RunState;
@@ -54,13 +58,16 @@ export class RunWrite {
     this.changed = true;
   }
 
-  /** Writes what the moves since the last write changed; false when the run changed meanwhile. */
-  async write(db: Kysely<DB>): Promise<boolean> {
-    if (!this.changed) return true;
+  /** Writes what the moves since the last write changed. */
+  async write(db: Kysely<DB>): Promise<void> {
+    if (!this.changed) return;
     this.changed = false;
-    return moveRow(db, this.run, this.to, this.set);
+    await mustMoveRow(db, this.run, this.to, this.set, RUN_CHANGED);
   }
 }
+
+/** Why a move that found its run changed refuses its transaction. */
+export const RUN_CHANGED = 'the run changed meanwhile; try again';
 
 /** The history entry a move writes unless the caller names another. */
 const DEFAULT_ENTRY: Record<RunState, string> = {
@@ -92,7 +99,7 @@ export async function transition(tx: Tx, run: RunsTable, to: RunState, move: Mov
     if (move.guard) throw new Error('a move written with others takes no guard of its own');
     move.with.add(to, set);
     // The run's end is written before its hooks run: they see the row as it ends.
-    if (isTerminal(to) && !(await move.with.write(tx.db))) return false;
+    if (isTerminal(to)) await move.with.write(tx.db);
   } else if (!(await moveRow(tx.db, run, to, set, move.guard))) {
     return false;
   }
@@ -145,7 +152,7 @@ export function movedAtBirth(
 
 /** Like `transition`, but a run that changed meanwhile is a `conflict` for the caller to answer. */
 export async function mustTransition(tx: Tx, run: RunsTable, to: RunState, move: Move = {}): Promise<void> {
-  if (!(await transition(tx, run, to, move))) throw conflict('the run changed meanwhile; try again');
+  if (!(await transition(tx, run, to, move))) throw conflict(RUN_CHANGED);
 }
 
 /**

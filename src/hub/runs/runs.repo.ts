@@ -12,6 +12,7 @@ import { oneOf, prepared, preparedQuery } from '../../db/prepared.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { RunState } from '../../shared/api/run-states.js';
 import { merged } from '../../shared/merged.js';
+import { expectOne } from '../cluster/bus.js';
 import { decodeCursor } from '../http/paging.js';
 import { loadRun, loadRuns, RUN_COLUMNS } from './run-read.repo.js';
 
@@ -68,23 +69,50 @@ export async function moveRow(
   set: RunChanges,
   guard?: RunGuard,
 ): Promise<boolean> {
+  if (!guard) return (await moveWrite(db, run, to, set).execute()).length === 1;
+  return updateOne(
+    guard(
+      db
+        .updateTable('runs')
+        .set(merged(set, { state: to }))
+        .where('run_id', '=', run.run_id)
+        .where('state', '=', run.state)
+        .where('lease_epoch', '=', run.lease_epoch),
+    ),
+  );
+}
+
+/**
+ * `moveRow` for a transaction that is refused as a whole (`conflict(message)`) when the row is no
+ * longer in `run.state` with `run.lease_epoch`. On PostgreSQL, in a transaction that keeps its writes,
+ * it does not wait for the row: the move leaves with the transaction's next statement, which fails if
+ * the row had changed (src/hub/cluster/bus.ts `expectOne`).
+ */
+export function mustMoveRow(
+  db: Kysely<DB>,
+  run: RunsTable,
+  to: RunState,
+  set: RunChanges,
+  message: string,
+): Promise<void> {
+  return expectOne(db, moveWrite(db, run, to, set), message);
+}
+
+/** An unguarded move's statement, answering the row it moved (`run_id`). */
+function moveWrite(db: Kysely<DB>, run: RunsTable, to: RunState, set: RunChanges) {
   const columns = Object.keys(set).filter((c) => set[c as keyof RunChanges] !== undefined);
-  const move = guard ? undefined : moveOf(columns);
-  if (!move) {
-    return updateOne(
-      (guard ?? ((q) => q))(
-        db
-          .updateTable('runs')
-          .set(merged(set, { state: to }))
-          .where('run_id', '=', run.run_id)
-          .where('state', '=', run.state)
-          .where('lease_epoch', '=', run.lease_epoch),
-      ),
-    );
+  const move = moveOf(columns);
+  if (move) {
+    const values = columns.map((c) => set[c as keyof RunChanges]);
+    return move(db, ...values, to, run.run_id, run.state, run.lease_epoch);
   }
-  const values = columns.map((c) => set[c as keyof RunChanges]);
-  const moved = await move(db, ...values, to, run.run_id, run.state, run.lease_epoch).execute();
-  return moved.length === 1;
+  return db
+    .updateTable('runs')
+    .set(merged(set, { state: to }))
+    .where('run_id', '=', run.run_id)
+    .where('state', '=', run.state)
+    .where('lease_epoch', '=', run.lease_epoch)
+    .returning('run_id');
 }
 
 /**
