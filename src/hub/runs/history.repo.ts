@@ -8,6 +8,7 @@ import { insertRows, writeAndNotifyRunChanged } from '../cluster/bus.js';
 import { recordEvents } from '../events/events.js';
 import type { EventContext } from '../notifications/outbox.js';
 import { json, toJson } from './run.mapper.js';
+import { OF_RUNS } from './run-read.repo.js';
 
 /** A run's history (SQL): every entry also becomes an event in the same transaction. */
 
@@ -148,6 +149,36 @@ export function realmChangesQuery(db: Kysely<DB>, realmId: string, afterId: stri
 
 /** realmChangesQuery compiled once: every open realm stream reads it at each change of its realm. */
 const realmChanges = prepared(realmChangesQuery);
+
+/**
+ * realmChangesAfter's entries, each with its run's row as the same statement read it (none for a run
+ * that is gone): a realm stream's read of new entries and of the runs they changed in one round trip
+ * instead of two. Runs with several entries are read once per entry, so it serves small reads past
+ * the newest entry, not whole windows.
+ */
+export async function realmChangesWithRuns(
+  db: Kysely<DB>,
+  realmId: string,
+  afterId: string,
+  limit: number,
+): Promise<{ id: string; run_id: string; run: RunsTable | undefined }[]> {
+  const rows = await changesWithRuns(db, realmId, afterId, limit);
+  // The row is the run's, with the entry's two columns beside its own (nothing shows them).
+  return rows.map((r) => ({
+    id: r.change_id,
+    run_id: r.change_run_id,
+    run: r.run_id === null ? undefined : (r as unknown as RunsTable),
+  }));
+}
+
+const changesWithRuns = prepared((db: Kysely<DB>, realmId: string, afterId: string, limit: number) =>
+  db
+    .selectFrom(realmChangesQuery(db, realmId, afterId, limit).as('h'))
+    .leftJoin('runs', 'runs.run_id', 'h.run_id')
+    .select(['h.id as change_id', 'h.run_id as change_run_id'])
+    .select(OF_RUNS)
+    .orderBy('h.id'),
+);
 
 function historyOut(r: RunHistoryTable): HistoryOut {
   return {

@@ -5,41 +5,58 @@ import { type Change, idAt, RESCAN_MS, realmChanges, SETTLE_MS } from './realm-c
 /** An entry id made at `ms`, the `n`th of that millisecond (ids sort as UUID v7s do). */
 const idOf = (ms: number, n = 1) => `${idAt(ms).slice(0, 24)}${n.toString(16).padStart(12, '0')}`;
 
-/** A realm's committed entries, in a list a test adds to in any order, and the reads made of it. */
+/**
+ * A realm's committed entries, in a list a test adds to in any order, the readers a cursor is given,
+ * and the reads made of it with the reader each used: `readNew` (entries with their runs) or `read`.
+ */
 function realm() {
-  const committed: Change[] = [];
+  const committed: Change<string>[] = [];
   const reads: string[] = [];
+  const kinds: ('new' | 'window')[] = [];
+  const after = (id: string, limit: number) => committed.filter((c) => c.id > id).slice(0, limit);
   return {
     reads,
+    kinds,
     commit(id: string, run = 'r') {
       committed.push({ id, run_id: run });
       committed.sort((a, b) => (a.id < b.id ? -1 : 1));
     },
-    async read(after: string, limit: number) {
-      reads.push(after);
-      return committed.filter((c) => c.id > after).slice(0, limit);
+    readers: {
+      async read(id: string, limit: number) {
+        reads.push(id);
+        kinds.push('window');
+        return after(id, limit);
+      },
+      async readNew(id: string, limit: number) {
+        reads.push(id);
+        kinds.push('new');
+        return after(id, limit).map((c) => ({ ...c, run: `row of ${c.run_id}` }));
+      },
     },
   };
 }
 
-const ids = (xs: Change[]) => xs.map((x) => x.id);
+const ids = (xs: Change<string>[]) => xs.map((x) => x.id);
 
 describe('a realm stream’s cursor', () => {
   it('where transactions commit in order (SQLite): each look reads after the last entry sent', async () => {
     const r = realm();
-    const c = realmChanges({ read: r.read, now: () => 1_000, settleMs: 0, from: idOf(0) });
+    const c = realmChanges({ ...r.readers, now: () => 1_000, settleMs: 0, from: idOf(0) });
     r.commit(idOf(10));
     r.commit(idOf(20));
     assert.deepEqual(ids(await c.next()), [idOf(10), idOf(20)]);
     r.commit(idOf(30));
-    assert.deepEqual(ids(await c.next()), [idOf(30)]);
+    const sent = await c.next();
+    assert.deepEqual(ids(sent), [idOf(30)]);
+    assert.equal(sent[0]!.run, 'row of r', 'each entry comes with its run, read with it');
     assert.deepEqual(r.reads, [idOf(0), idOf(20)]);
+    assert.deepEqual(r.kinds, ['new', 'new']);
   });
 
   it('on PostgreSQL a wake reads after the newest entry seen, and the window again every RESCAN_MS', async () => {
     const r = realm();
     let now = 10_000;
-    const c = realmChanges({ read: r.read, now: () => now, settleMs: SETTLE_MS, from: idOf(9_000) });
+    const c = realmChanges({ ...r.readers, now: () => now, settleMs: SETTLE_MS, from: idOf(9_000) });
     r.commit(idOf(9_500));
     assert.deepEqual(ids(await c.next()), [idOf(9_500)]);
     const start = r.reads.length;
@@ -53,16 +70,23 @@ describe('a realm stream’s cursor', () => {
       [1, 2, 3, 4, 5].map((i) => idOf(9_500 + i - 1)),
       'no wake read the window while newer entries came',
     );
+    assert.ok(
+      r.kinds.slice(start).every((k) => k === 'new'),
+      'reads past the newest entry read the runs with their entries',
+    );
     now += RESCAN_MS;
     r.commit(idOf(9_600));
-    assert.deepEqual(ids(await c.next()), [idOf(9_600)]);
+    const again = await c.next();
+    assert.deepEqual(ids(again), [idOf(9_600)]);
     assert.equal(r.reads.at(-1), idOf(9_000), 'the window again, from where entries are final');
+    assert.equal(r.kinds.at(-1), 'window', 'a look at the window reads entries alone');
+    assert.equal(again[0]!.run, undefined, 'its new entries come without their runs');
   });
 
   it('an entry that commits after a newer one was sent is sent once, when a wake finds nothing newer', async () => {
     const r = realm();
     let now = 20_000;
-    const c = realmChanges({ read: r.read, now: () => now, settleMs: SETTLE_MS, from: idOf(19_000) });
+    const c = realmChanges({ ...r.readers, now: () => now, settleMs: SETTLE_MS, from: idOf(19_000) });
     r.commit(idOf(19_990, 2));
     assert.deepEqual(ids(await c.next()), [idOf(19_990, 2)]);
     now += 5;
@@ -76,7 +100,7 @@ describe('a realm stream’s cursor', () => {
   it('a late entry read past by a look that found a newer one is found by the look it asks for', async () => {
     const r = realm();
     let now = 40_000;
-    const c = realmChanges({ read: r.read, now: () => now, settleMs: SETTLE_MS, from: idOf(39_000) });
+    const c = realmChanges({ ...r.readers, now: () => now, settleMs: SETTLE_MS, from: idOf(39_000) });
     r.commit(idOf(39_990, 3));
     assert.deepEqual(ids(await c.next()), [idOf(39_990, 3)]);
     assert.equal(c.lookAgainInMs(), null, 'a look at the whole window leaves nothing behind');
@@ -95,7 +119,7 @@ describe('a realm stream’s cursor', () => {
   it('entries older than the window become final: later looks start above them', async () => {
     const r = realm();
     let now = 30_000;
-    const c = realmChanges({ read: r.read, now: () => now, settleMs: SETTLE_MS, from: idOf(29_000) });
+    const c = realmChanges({ ...r.readers, now: () => now, settleMs: SETTLE_MS, from: idOf(29_000) });
     r.commit(idOf(29_500));
     assert.deepEqual(ids(await c.next()), [idOf(29_500)]);
     now += SETTLE_MS + RESCAN_MS;

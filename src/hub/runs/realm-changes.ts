@@ -20,14 +20,21 @@ const PAGE = 500;
 /** Pages read at most per look at the window. */
 const PAGES = 10;
 
-export interface Change {
+export interface Change<R = unknown> {
   id: string;
   run_id: string;
+  /** The run as `readNew` read it with the entry (reads of the window give none). */
+  run?: R | undefined;
 }
 
-export interface RealmChangesOptions {
+export interface RealmChangesOptions<R> {
   /** The realm's entries after `after`, oldest first, at most `limit`. */
-  read(after: string, limit: number): Promise<Change[]>;
+  read(after: string, limit: number): Promise<Change<R>[]>;
+  /**
+   * The same, with each entry's run: used for the reads past every entry seen, which are all new and
+   * few, while the window's reads again (mostly entries already sent) use `read`.
+   */
+  readNew(after: string, limit: number): Promise<Change<R>[]>;
   now(): number;
   /** 0 where transactions commit in the order of their ids (SQLite). */
   settleMs: number;
@@ -35,8 +42,8 @@ export interface RealmChangesOptions {
   from: string;
 }
 
-export function realmChanges(o: RealmChangesOptions): {
-  next(): Promise<Change[]>;
+export function realmChanges<R>(o: RealmChangesOptions<R>): {
+  next(): Promise<Change<R>[]>;
   /** After a look that read only past the newest entry: look again within this long (else null). */
   lookAgainInMs(): number | null;
 } {
@@ -50,10 +57,10 @@ export function realmChanges(o: RealmChangesOptions): {
   let partial = false;
   const sent = new Set<string>();
   /** Entries after `after`, at most `pages` pages; `whole` when the last page was not full. */
-  const read = async (after: string, pages: number) => {
-    const rows: Change[] = [];
+  const read = async (after: string, pages: number, reader = o.read) => {
+    const rows: Change<R>[] = [];
     for (let page = 0, at = after; page < pages; page++) {
-      const got = await o.read(at, PAGE);
+      const got = await reader(at, PAGE);
       rows.push(...got);
       if (got.length < PAGE) return { rows, whole: true };
       at = got.at(-1)!.id;
@@ -64,13 +71,13 @@ export function realmChanges(o: RealmChangesOptions): {
     lookAgainInMs: () => (partial ? RESCAN_MS : null),
     async next() {
       if (!o.settleMs) {
-        const { rows } = await read(floor, 1);
+        const { rows } = await read(floor, 1, o.readNew);
         if (rows.length) floor = rows.at(-1)!.id;
         return rows;
       }
       const now = o.now();
       const rescan = now - rescanned >= RESCAN_MS;
-      const past = rescan ? null : await read(top > floor ? top : floor, PAGES);
+      const past = rescan ? null : await read(top > floor ? top : floor, PAGES, o.readNew);
       partial = past !== null && past.rows.length > 0;
       const got = partial ? past! : await read(floor, PAGES);
       if (!partial) rescanned = now;

@@ -58,7 +58,10 @@ export const RUN_COLUMNS = allColumns<RunsTable>()([
   'run_deadline_at',
 ]);
 
-const OF_RUNS = RUN_COLUMNS.map((c) => `runs.${c}` as const) as `runs.${(typeof RUN_COLUMNS)[number]}`[];
+/** Every column of `runs`, qualified (for joins). */
+export const OF_RUNS = RUN_COLUMNS.map(
+  (c) => `runs.${c}` as const,
+) as `runs.${(typeof RUN_COLUMNS)[number]}`[];
 
 const byId = prepared((db: Kysely<DB>, runId: string) =>
   db.selectFrom('runs').select(RUN_COLUMNS).where('run_id', '=', runId),

@@ -2,13 +2,14 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { isPostgres } from '../../db/index.js';
+import type { RunsTable } from '../../db/schema.js';
 import { isTerminal } from '../../shared/api/run-states.js';
 import { AppError } from '../../shared/errors.js';
 import { requireRealm } from '../access/access.service.js';
 import { authenticate } from '../auth/authenticate.js';
 import { runFeed } from '../cluster/bus.js';
 import type { Hub } from '../context.js';
-import { historyAfter, realmChangesAfter } from './history.repo.js';
+import { historyAfter, realmChangesAfter, realmChangesWithRuns } from './history.repo.js';
 import { logLinesAfter } from './logs.repo.js';
 import { showRun, visibleRun } from './read.service.js';
 import { realmChanges, SETTLE_MS } from './realm-changes.js';
@@ -87,6 +88,7 @@ export function registerRunStreams(app: FastifyInstance, hub: Hub): void {
     // Without Last-Event-ID: changes from now on (history ids are time-ordered).
     const changes = realmChanges({
       read: (after, limit) => realmChangesAfter(hub.db, realm_id, after, limit),
+      readNew: (after, limit) => realmChangesWithRuns(hub.db, realm_id, after, limit),
       now: () => hub.now(),
       settleMs: isPostgres(hub.db) ? SETTLE_MS : 0,
       from: given ?? hub.newId(),
@@ -97,9 +99,11 @@ export function registerRunStreams(app: FastifyInstance, hub: Hub): void {
       // A look that read only past the newest entry may have left a late one below it: look again soon.
       s.lookAgainIn(changes.lookAgainInMs());
       if (fresh.length === 0) return true;
-      const runs = new Map(
-        (await loadRuns(hub.db, [...new Set(fresh.map((c) => c.run_id))])).map((r) => [r.run_id, r]),
-      );
+      // The runs read with their entries; those of entries the window's look found, read now.
+      const runs = new Map<string, RunsTable>();
+      for (const c of fresh) if (c.run) runs.set(c.run_id, c.run);
+      const unread = [...new Set(fresh.filter((c) => !c.run).map((c) => c.run_id))];
+      for (const r of await loadRuns(hub.db, unread)) runs.set(r.run_id, r);
       // One state event per run, at its last change in this batch.
       const last = new Map(fresh.map((c) => [c.run_id, c.id]));
       for (const c of fresh) {
