@@ -200,7 +200,10 @@ export async function writeThenNotify(
   if (k.writes.length >= MAX_KEPT_WRITES) await send(db, k.writes.splice(0), k.notices.splice(0), WITH_NEXT);
 }
 
-/** A guarded write's statement, with a `returning` clause (its rows are the rows it changed). */
+/**
+ * A guarded write's statement, with a `returning` clause (its rows are the rows it changed), to a
+ * table no cache watches (src/db/watch-writes.ts): kept, it is sent as text, past the plugins.
+ */
 export interface GuardedWrite {
   compile(): CompiledQuery;
   execute(): Promise<unknown[]>;
@@ -236,7 +239,7 @@ export async function expectOne(
   if ((await write.execute()).length !== 1) throw conflict(message);
 }
 
-/** A transaction's failure: the conflict of an `expectOne` whose row was not there, or as it was. */
+/** Rethrows a transaction's failure: an `expectOne` whose row was not there as its conflict, the rest as is. */
 export function refusedWrite(err: unknown): never {
   const e = err as { code?: unknown; message?: unknown } | null;
   if (e?.code === EXPECTED_ROW_MISSING && typeof e.message === 'string') throw conflict(e.message);
