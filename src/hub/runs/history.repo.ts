@@ -153,8 +153,8 @@ const realmChanges = prepared(realmChangesQuery);
 /**
  * realmChangesAfter's entries, each with its run's row as the same statement read it (none for a run
  * that is gone): a realm stream's read of new entries and of the runs they changed in one round trip
- * instead of two. Runs with several entries are read once per entry, so it serves small reads past
- * the newest entry, not whole windows.
+ * instead of two (PostgreSQL). Runs with several entries are read once per entry, so it serves small
+ * reads past the newest entry, not whole windows.
  */
 export async function realmChangesWithRuns(
   db: Kysely<DB>,
