@@ -70,16 +70,16 @@ export async function moveRow(
   guard?: RunGuard,
 ): Promise<boolean> {
   if (!guard) return (await moveWrite(db, run, to, set).execute()).length === 1;
-  return updateOne(
-    guard(
-      db
-        .updateTable('runs')
-        .set(merged(set, { state: to }))
-        .where('run_id', '=', run.run_id)
-        .where('state', '=', run.state)
-        .where('lease_epoch', '=', run.lease_epoch),
-    ),
-  );
+  return updateOne(guard(updateAsRead(db, run).set(merged(set, { state: to }))));
+}
+
+/** An update of the run's row that applies only while it is still in `run.state` with `run.lease_epoch`. */
+function updateAsRead(db: Kysely<DB>, run: RunsTable) {
+  return db
+    .updateTable('runs')
+    .where('run_id', '=', run.run_id)
+    .where('state', '=', run.state)
+    .where('lease_epoch', '=', run.lease_epoch);
 }
 
 /**
@@ -106,12 +106,8 @@ function moveWrite(db: Kysely<DB>, run: RunsTable, to: RunState, set: RunChanges
     const values = columns.map((c) => set[c as keyof RunChanges]);
     return move(db, ...values, to, run.run_id, run.state, run.lease_epoch);
   }
-  return db
-    .updateTable('runs')
+  return updateAsRead(db, run)
     .set(merged(set, { state: to }))
-    .where('run_id', '=', run.run_id)
-    .where('state', '=', run.state)
-    .where('lease_epoch', '=', run.lease_epoch)
     .returning('run_id');
 }
 
@@ -167,16 +163,7 @@ export function assignOfferedRun(
 
 /** Changes columns of a run still in its state with its lease epoch (never the state). */
 export function updateRunRow(db: Kysely<DB>, run: RunsTable, set: RunChanges, guard: RunGuard = (q) => q) {
-  return updateOne(
-    guard(
-      db
-        .updateTable('runs')
-        .set(set)
-        .where('run_id', '=', run.run_id)
-        .where('state', '=', run.state)
-        .where('lease_epoch', '=', run.lease_epoch),
-    ),
-  );
+  return updateOne(guard(updateAsRead(db, run).set(set)));
 }
 
 /** Renews a lease the daemon still holds with this epoch. */
