@@ -228,15 +228,37 @@ export async function expectOne(
 ): Promise<void> {
   if (kept.has(db)) {
     const { sql: text, parameters } = write.compile();
-    await db.executeQuery(
+    await keepCheck(
+      db,
       CompiledQuery.raw(
-        `${WITH_NEXT}with "expected" as (${text}) select svc_expect(count(*) = 1, $${parameters.length + 1}) as ok from "expected"`,
+        `with "expected" as (${text}) select svc_expect(count(*) = 1, $${parameters.length + 1}) as ok from "expected"`,
         [...parameters, message],
       ),
     );
     return;
   }
   if ((await write.execute()).length !== 1) throw conflict(message);
+}
+
+/**
+ * A statement that checks its own outcome with `svc_expect` (it raises, and the transaction is
+ * refused with its conflict, when the check fails), sent with the next statement of a transaction
+ * that keeps its writes (PostgreSQL, `keepWrites`). Nobody waits for it, which is the point: a step
+ * whose outcome only decides whether the transaction commits costs no round trip of its own.
+ */
+export async function keepCheck(
+  // biome-ignore lint/suspicious/noExplicitAny: works for any schema
+  db: Kysely<any>,
+  check: CompiledQuery,
+): Promise<void> {
+  if (!kept.has(db)) throw new Error('a kept check needs a transaction that keeps its writes');
+  await db.executeQuery(CompiledQuery.raw(`${WITH_NEXT}${check.sql}`, [...check.parameters]));
+}
+
+/** Whether this transaction keeps its writes until its end (`keepWrites`; PostgreSQL). */
+// biome-ignore lint/suspicious/noExplicitAny: works for any schema
+export function keepsWrites(db: Kysely<any>): boolean {
+  return kept.has(db);
 }
 
 /** Rethrows a transaction's failure: an `expectOne` whose row was not there as its conflict, the rest as is. */

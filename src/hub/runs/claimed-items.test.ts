@@ -21,7 +21,7 @@ describe('claimed items', () => {
   });
 
   it('forgets the oldest items past its bound', () => {
-    const claimed = createClaimedItems(2);
+    const claimed = createClaimedItems({ max: 2 });
     claimed.won('one', a);
     claimed.won('two', a);
     claimed.won('three', a);

@@ -1,3 +1,5 @@
+import type { RunsTable } from '../../db/schema.js';
+
 /**
  * Queue items this process saw claimed (its own winning claims), so that the other daemons' claims
  * of the same offer are answered `claimed: false` without a transaction: an offer goes to up to three
@@ -15,6 +17,15 @@
  * here. Otherwise every claim of the offer would reach the database at once, and the losers would wait
  * there for the winner's row locks, each in a transaction of its own. The database still decides
  * every claim that reaches it; this only spares it the ones already decided.
+ *
+ * It also keeps the runs this process offered lately, as written, by their items (`offered`): the
+ * first claim of such an item can be made ahead of its answer (dispatch.service.ts `claimAhead`),
+ * with the run's hand-over built from that row. An offer another hub process wrote and this one
+ * passed on to its daemon (`relayed`) has its run read at once, while the daemon decides to claim,
+ * unless this process is deciding claims already: then claims come in groups, which are not made
+ * ahead, and the read would be wasted. The database checks that the row is still what the claim
+ * found, so an entry that is out of date costs a refused transaction, never a wrong hand-over. An
+ * entry is forgotten as it is taken, and the oldest past `maxOffered`.
  */
 export interface ClaimedItems {
   /** `daemon` won `itemId` (called once the claim has committed). */
@@ -23,10 +34,31 @@ export interface ClaimedItems {
   lostBy(itemId: string, daemon: { id: string; realm_id: string }): boolean;
   /** Runs `decide` once every claim of `itemId` that came before it through this process is decided. */
   oneAtATime<T>(itemId: string, decide: () => Promise<T>): Promise<T>;
+  /** This process offered `run` (`offered`, with its queue item), once that has committed. */
+  offered(run: RunsTable): void;
+  /** This process sent one of its daemons an offer of `itemId` that another process wrote. */
+  relayed(itemId: string): void;
+  /** The run offered with `itemId` through this process, if kept; forgotten as it is taken. */
+  takeOffered(itemId: string): Promise<RunsTable | undefined>;
 }
 
-export function createClaimedItems(max = 10_000): ClaimedItems {
+export interface ClaimedItemsOptions {
+  /** Claimed items remembered at most. */
+  max?: number;
+  /** Offered runs kept at most. */
+  maxOffered?: number;
+  /** Reads the run an item offers (for `relayed`); none: relayed offers are not read ahead. */
+  readOffered?: (itemId: string) => Promise<RunsTable | undefined>;
+}
+
+export function createClaimedItems(opts: ClaimedItemsOptions = {}): ClaimedItems {
+  const { max = 10_000, maxOffered = 1_000, readOffered } = opts;
   const items = new Map<string, { daemonId: string; realmId: string }>();
+  const offered = new Map<string, RunsTable | Promise<RunsTable | undefined>>();
+  const keep = (itemId: string, run: RunsTable | Promise<RunsTable | undefined>) => {
+    offered.set(itemId, run);
+    if (offered.size > maxOffered) offered.delete(offered.keys().next().value!);
+  };
   /** Per item being decided: the end of its last claim's decision. */
   const deciding = new Map<string, Promise<unknown>>();
   return {
@@ -50,6 +82,21 @@ export function createClaimedItems(max = 10_000): ClaimedItems {
         if (deciding.get(itemId) === settled) deciding.delete(itemId);
       });
       return mine;
+    },
+    offered(run) {
+      keep(run.queue_item_id!, run);
+    },
+    relayed(itemId) {
+      if (!readOffered || deciding.size > 0 || offered.has(itemId) || items.has(itemId)) return;
+      keep(
+        itemId,
+        readOffered(itemId).catch(() => undefined),
+      );
+    },
+    async takeOffered(itemId) {
+      const run = offered.get(itemId);
+      offered.delete(itemId);
+      return run;
     },
   };
 }

@@ -1,16 +1,16 @@
 import type { Kysely } from 'kysely';
-import type { DB } from '../../db/index.js';
+import { type DB, isPostgres } from '../../db/index.js';
 import { preparedQuery } from '../../db/prepared.js';
 import type { RunsTable } from '../../db/schema.js';
 import type { WaitingFor } from '../../shared/api/runs.js';
-import { forbidden, notFound } from '../../shared/errors.js';
+import { AppError, forbidden, notFound } from '../../shared/errors.js';
 import { groupCallsPer } from '../../shared/group-calls.js';
 import { merged } from '../../shared/merged.js';
 import type { ExecuteRunBody, RunAgentManifest, RunPhase } from '../../shared/protocol.js';
 import type { DaemonActor } from '../access/actor.js';
 import { definitionOfVersion } from '../catalog/catalog.repo.js';
 import { daemonsThatMayRun, mayRunQuery, type RunNeeds } from '../catalog/installs.service.js';
-import { writeThenNotify } from '../cluster/bus.js';
+import { keepCheck, writeThenNotify } from '../cluster/bus.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
 import { SEALED_SECRETS_FIELD, sealedRunSecrets } from '../secrets/resolve.js';
@@ -19,6 +19,7 @@ import { admit } from './concurrency.js';
 import { movedBy, transition } from './lifecycle.js';
 import {
   type ClaimedItem,
+  claimAheadCheck,
   claimQueueItems,
   loadQueueItem,
   newQueueItem,
@@ -371,10 +372,14 @@ const claimTogether = groupCallsPer(
  * first (on PostgreSQL in one round trip), then the winners' hand-overs, whose writes leave with the
  * commit.
  */
-function decideClaims(hub: Hub, calls: readonly ClaimCall[]): Promise<Won[]> {
+async function decideClaims(hub: Hub, calls: readonly ClaimCall[]): Promise<Won[]> {
+  if (calls.length === 1) {
+    const ahead = await claimAhead(hub, calls[0]!);
+    if (ahead !== undefined) return [ahead];
+  }
   const item = (i: number) => calls[i]!.itemId;
   const order = [...calls.keys()].sort((a, b) => (item(a) < item(b) ? -1 : item(a) > item(b) ? 1 : 0));
-  return inTx(hub, async (tx) => {
+  return await inTx(hub, async (tx) => {
     const now = hub.now();
     const claims = order.map((i) => {
       const { itemId, daemon, leaseMs } = calls[i]!;
@@ -394,6 +399,55 @@ function decideClaims(hub: Hub, calls: readonly ClaimCall[]): Promise<Won[]> {
     }
     return won;
   });
+}
+
+/** The conflict of a claim made ahead that did not hold (`claimAhead`). */
+const AHEAD_MISSED = 'the claim made ahead found its item or run moved';
+
+/**
+ * A lone claim of a run this process offered (PostgreSQL): decided in one round trip with its
+ * run's hand-over, which is built from the run as this process offered it (claimed-items.ts
+ * `offered`) instead of from the claim's answer. The claim checks itself (queue.repo.ts
+ * `claimAheadCheck`): one that lost, or found the run moved since, refuses its transaction, and is
+ * then decided again as any claim (undefined). On SQLite a statement costs no round trip: nothing to
+ * gain there.
+ */
+async function claimAhead(hub: Hub, call: ClaimCall): Promise<Won | undefined> {
+  if (!isPostgres(hub.db)) return undefined;
+  const { itemId, daemon, leaseMs } = call;
+  const offered = await hub.claims.takeOffered(itemId);
+  if (offered?.state !== 'offered' || offered.realm_id !== daemon.realm_id) return undefined;
+  try {
+    return await inTx(hub, async (tx) => {
+      const now = hub.now();
+      const leaseExpiresAt = now + leaseMs;
+      const epoch = offered.lease_epoch;
+      const check = claimAheadCheck(
+        tx.db,
+        itemId,
+        daemon.id,
+        daemon.realm_id,
+        leaseExpiresAt,
+        now,
+        epoch,
+        AHEAD_MISSED,
+      );
+      await keepCheck(tx.db, check.compile());
+      // The row as the check's statement leaves it (runs.repo.ts `assignOfferedRun`).
+      const run: RunsTable = merged(offered, {
+        state: 'assigned' as const,
+        daemon_id: daemon.id,
+        lease_epoch: epoch + 1,
+        lease_expires_at: leaseExpiresAt,
+        updated_at: now,
+      });
+      const held = await handOverRun(tx, { run, assigned: true }, itemId, daemon.id, leaseMs);
+      return { run: { run_id: run.run_id, lease_epoch: held! } };
+    });
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'conflict' && err.message === AHEAD_MISSED) return undefined;
+    throw err;
+  }
 }
 
 /**

@@ -1,3 +1,4 @@
+import { isPostgres } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
 import { together } from '../../db/together.js';
 import type { Actor as HistoryActor } from '../../shared/api/runs.js';
@@ -140,8 +141,12 @@ export async function writeRuns(
     let waiting: Waiting | null = null;
     // Offered as it was written: its queue item and offers. Otherwise dispatched as any queued run.
     const plan = plans[i] ?? null;
-    if (written[i]!.state === 'offered') await offerItem(tx, written[i]!, plan?.daemons ?? []);
-    else if (plan) waiting = await dispatchIn(tx, row, plan);
+    if (written[i]!.state === 'offered') {
+      const offered = written[i]!;
+      await offerItem(tx, offered, plan?.daemons ?? []);
+      // Its first claim through this process may then be made ahead (dispatch.service.ts `claimAhead`).
+      if (isPostgres(tx.db)) tx.afterCommit(async () => tx.hub.claims.offered(offered));
+    } else if (plan) waiting = await dispatchIn(tx, row, plan);
     out.push({
       row: waiting ? { ...row, waiting_for: JSON.stringify({ ...waiting, group: undefined }) } : row,
       waiting,

@@ -136,6 +136,35 @@ const claimAndAssign = preparedQuery(
       .select('c.id as claimed_item'),
 );
 
+/**
+ * PostgreSQL: a claim made ahead of its answer (dispatch.service.ts `claimAhead`), as one statement
+ * that checks itself: the claim, and the move of its run if it won and the run is still at the lease
+ * epoch `epoch` (as this process saw it offered); `svc_expect` raises with `message` unless the run
+ * moved, so that a claim that lost refuses its transaction. Sent with the statements after it
+ * (bus.ts `keepCheck`), it costs no round trip of its own.
+ */
+export const claimAheadCheck = preparedQuery(
+  (
+    db: Kysely<DB>,
+    itemId: string,
+    daemonId: string,
+    realmId: string,
+    leaseExpiresAt: number,
+    now: number,
+    epoch: number,
+    message: string,
+  ) =>
+    db
+      .with('c', (q) => claim(q, itemId, daemonId, realmId, now))
+      .with('a', () =>
+        assignOfferedRun(db, itemId, daemonId, { lease_expires_at: leaseExpiresAt, updated_at: now })
+          .where('lease_epoch', '=', epoch)
+          .where(sql<boolean>`exists (select 1 from c)`),
+      )
+      .selectFrom('a')
+      .select(sql<boolean>`svc_expect(count(*) = 1, ${message})`.as('ok')),
+);
+
 export function loadQueueItem(db: Kysely<DB>, itemId: string) {
   return db
     .selectFrom('queue_items')

@@ -1,0 +1,199 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { after, before, describe, it } from 'node:test';
+import { post, type TestHub } from '../../../test/helpers/hub.js';
+import { hubWithTeam } from '../../../test/helpers/runs.js';
+import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
+import type { World } from '../../../test/helpers/world.js';
+import { isPostgres } from '../../db/index.js';
+import type { RunsTable } from '../../db/schema.js';
+import type { Hub } from '../context.js';
+import { executeBody } from './dispatch.service.js';
+import { loadRun } from './runs.repo.js';
+import { leaseMsOf } from './settings.js';
+
+/**
+ * On PostgreSQL the first claim of a run offered through a hub process is made ahead of its answer
+ * (dispatch.service.ts `claimAhead`): the claim, the run's hand-over and its `runs/execute` leave in
+ * one round trip, built from the run as offered. What must hold: the daemon gets what a claim decided
+ * after reading the run would have sent it, and a claim made with a run that moved, or that lost, is
+ * decided again as any claim, with nothing handed over twice.
+ */
+describe('claims made ahead of their answer', () => {
+  let h: TestHub;
+  let w: World;
+  let other: { hub: Hub; url: string; close(): Promise<void> } | undefined;
+  const postgres = () => isPostgres(h.running.hub.db);
+  before(async () => {
+    // No re-dispatch pass: every offer here comes from the path under test.
+    ({ h, w } = await hubWithTeam('solo', { config: { runRedispatchMs: 3_600_000 } }));
+  });
+  after(async () => {
+    await other?.close();
+    await h.close();
+  });
+
+  /** Records what `takeOffered` gave each claim of this process: a run means the claim was made ahead. */
+  function watchTaken(hub: Hub): (RunsTable | undefined)[] {
+    const taken: (RunsTable | undefined)[] = [];
+    const take = hub.claims.takeOffered.bind(hub.claims);
+    hub.claims.takeOffered = async (itemId) => {
+      const run = await take(itemId);
+      taken.push(run);
+      return run;
+    };
+    return taken;
+  }
+
+  async function connected(hub: Hub, url: string): Promise<TunnelClient> {
+    const online = once(hub.tunnel.events, 'connected');
+    const client = await connectDaemon(url, w.tokens.realm_token!);
+    await online;
+    return client;
+  }
+
+  /** A new run, and the item of the offer `client` got for it. */
+  async function offered(client: TunnelClient): Promise<{ runId: string; itemId: string }> {
+    const runId: string = (await h.ok('runs/new', { realm_id: w.realmId, team: 'solo' })).data.run_id;
+    const offer = await commandOf(client, 'offer_job', runId);
+    return { runId, itemId: (offer.body as { queue_item_id: string }).queue_item_id };
+  }
+
+  /** The next command at `path` for the run (acked, as the daemon would), past the others. */
+  async function commandOf(client: TunnelClient, path: string, runId: string) {
+    for (;;) {
+      const c = await client.next('command');
+      client.ack(c.tx_id);
+      const body = c.body as { run_id?: string; payload?: { run_id?: string } };
+      if (c.path === path && (body.run_id ?? body.payload?.run_id) === runId) return c;
+    }
+  }
+
+  const claim = (url: string, itemId: string) =>
+    post(`${url}/v1/queue/claim`, { queue_item_id: itemId, daemon_id: w.daemonId }, w.tokens.realm_token);
+
+  async function historyTypes(runId: string): Promise<string[]> {
+    const rows = await h.running.hub.db
+      .selectFrom('run_history')
+      .select('type')
+      .where('run_id', '=', runId)
+      .orderBy('id')
+      .execute();
+    return rows.map((r) => r.type);
+  }
+
+  async function executeCommands(runId: string): Promise<{ body: string }[]> {
+    const rows = await h.running.hub.db
+      .selectFrom('command_outbox')
+      .select(['body'])
+      .where('path', '=', 'runs/execute')
+      .execute();
+    return rows.filter((r) => (JSON.parse(r.body) as { run_id: string }).run_id === runId);
+  }
+
+  /** The `runs/execute` body a claim decided after reading the run sends, for the run as it is now. */
+  async function bodyAfterReading(hub: Hub, runId: string): Promise<unknown> {
+    const run = await loadRun(hub.db, runId);
+    return executeBody(hub.db, hub, run!, await leaseMsOf(hub));
+  }
+
+  it('hands the run over with the runs/execute a claim after reading the run sends', async () => {
+    const hub = h.running.hub;
+    const taken = watchTaken(hub);
+    const client = await connected(hub, h.url);
+    try {
+      const { runId, itemId } = await offered(client);
+      const won = await claim(h.url, itemId);
+      assert.equal(won.status, 200);
+      assert.deepEqual(won.body.data, {
+        claimed: true,
+        queue_item_id: itemId,
+        run: { run_id: runId, lease_epoch: 1 },
+      });
+      const execute = await commandOf(client, 'runs/execute', runId);
+      const { tx_id: _, ...body } = execute.body as { tx_id: string };
+      assert.deepEqual(body, await bodyAfterReading(hub, runId));
+      assert.deepEqual(await historyTypes(runId), ['run.queued', 'run.offered', 'run.claimed']);
+      assert.equal((await executeCommands(runId)).length, 1);
+      // Made ahead on PostgreSQL, with the run as offered; SQLite has no round trip to spare.
+      assert.equal(taken.length, postgres() ? 1 : 0);
+      if (postgres()) assert.equal(taken[0]?.run_id, runId);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('decides a claim again when the run it was made with moved meanwhile', async () => {
+    const hub = h.running.hub;
+    const taken = watchTaken(hub);
+    const client = await connected(hub, h.url);
+    try {
+      const { runId, itemId } = await offered(client);
+      // The run is still offered with this item, but not at the epoch this process saw it offered at.
+      await hub.db
+        .updateTable('runs')
+        .set((eb) => ({ lease_epoch: eb('lease_epoch', '+', 1) }))
+        .where('run_id', '=', runId)
+        .execute();
+      const won = await claim(h.url, itemId);
+      assert.deepEqual(won.body.data.run, { run_id: runId, lease_epoch: 2 });
+      const execute = await commandOf(client, 'runs/execute', runId);
+      assert.equal((execute.body as { lease_epoch: number }).lease_epoch, 2);
+      const { tx_id: _, ...body } = execute.body as { tx_id: string };
+      assert.deepEqual(body, await bodyAfterReading(hub, runId));
+      assert.deepEqual(await historyTypes(runId), ['run.queued', 'run.offered', 'run.claimed']);
+      assert.equal((await executeCommands(runId)).length, 1);
+      if (postgres()) assert.equal(taken[0]?.lease_epoch, 0, 'the claim was made ahead with the old epoch');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('answers a claim made ahead that lost as lost, and hands nothing over', async () => {
+    const hub = h.running.hub;
+    const taken = watchTaken(hub);
+    const rival = (await h.ok('realms/create_daemon_token', { realm_id: w.realmId, name: 'rival' })).data;
+    const client = await connected(hub, h.url);
+    try {
+      const { runId, itemId } = await offered(client);
+      // Another hub process's daemon won the item meanwhile.
+      await hub.db
+        .updateTable('queue_items')
+        .set({ status: 'claimed', claimed_by: rival.daemon_id, claimed_at: Date.now() })
+        .where('id', '=', itemId)
+        .execute();
+      const lost = await claim(h.url, itemId);
+      assert.equal(lost.status, 200);
+      assert.deepEqual(lost.body.data, { claimed: false, queue_item_id: itemId });
+      assert.deepEqual(await historyTypes(runId), ['run.queued', 'run.offered']);
+      assert.deepEqual(await executeCommands(runId), []);
+      const run = await loadRun(hub.db, runId);
+      assert.equal(run?.state, 'offered');
+      assert.equal(run?.lease_epoch, 0);
+      if (postgres()) assert.equal(taken[0]?.run_id, runId);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('reads the run of an offer another process wrote as it passes the offer on, and the claim holds', async (t) => {
+    if (!postgres()) return t.skip('one hub process on SQLite');
+    other = await h.startAnother({ config: { runRedispatchMs: 3_600_000 } });
+    const taken = watchTaken(other.hub);
+    const client = await connected(other.hub, other.url);
+    try {
+      // Written through the first process, passed on by the other, which holds the daemon's tunnel.
+      const { runId, itemId } = await offered(client);
+      const won = await claim(other.url, itemId);
+      assert.deepEqual(won.body.data.run, { run_id: runId, lease_epoch: 1 });
+      const execute = await commandOf(client, 'runs/execute', runId);
+      const { tx_id: _, ...body } = execute.body as { tx_id: string };
+      assert.deepEqual(body, await bodyAfterReading(other.hub, runId));
+      assert.deepEqual(await historyTypes(runId), ['run.queued', 'run.offered', 'run.claimed']);
+      assert.equal((await executeCommands(runId)).length, 1);
+      assert.equal(taken[0]?.run_id, runId, 'the relayed offer had its run read ahead');
+    } finally {
+      await client.close();
+    }
+  });
+});
