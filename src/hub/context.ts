@@ -56,8 +56,12 @@ export interface Hub {
 export interface Tx {
   db: Kysely<DB>;
   hub: Hub;
-  /** Writes a command for a daemon with this transaction; answers its tx_id. */
-  command(daemonId: string, path: string, body: unknown): Promise<string>;
+  /**
+   * Writes a command for a daemon with this transaction; answers its tx_id. `offered`: the run an
+   * `offer_job` offers, as written, for the hub process that passes the offer on (never sent to the
+   * daemon): its claim can then be made ahead (src/hub/runs/claimed-items.ts).
+   */
+  command(daemonId: string, path: string, body: unknown, opts?: { offered?: RunsTable }): Promise<string>;
   /** Runs `fn` once the transaction has committed (not on a rollback); its failure is logged. */
   afterCommit(fn: () => Promise<unknown>): void;
 }

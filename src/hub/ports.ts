@@ -1,6 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import type { FastifyInstance } from 'fastify';
 import type { CryptoKey, JWK } from 'jose';
+import type { RunsTable } from '../db/schema.js';
 
 /**
  * The interfaces of what the hub's context (context.ts) holds besides the database: the tunnel to
@@ -70,6 +71,8 @@ export type OpCaller = (
 export interface NoticedCommand extends Pick<NewCommand, 'tx_id' | 'path' | 'body'> {
   /** When it was written (a connection opened since has it from the outbox). */
   written_at: number;
+  /** An offer's run, as written, when the notice has room for it (`Tx.command`'s `offered`). */
+  offered?: RunsTable;
 }
 
 /** A command just written to the outbox: its frame's fields, and when it counts as sent (or null). */

@@ -3,6 +3,7 @@ import { CompiledQuery, type Insertable, type Kysely, type OperationNodeSource, 
 import type pg from 'pg';
 import { isPostgres } from '../../db/index.js';
 import { WITH_NEXT } from '../../db/pg-client.js';
+import type { RunsTable } from '../../db/schema.js';
 import { conflict } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { BusEventMap, BusHandlers, BusMessage, ClusterBus, NoticedCommand } from '../ports.js';
@@ -43,11 +44,22 @@ const NOTICE_MAX_BYTES = 7_000;
 
 /**
  * The `svc_outbox` payload for a command written by process `from`: the command itself when it
- * fits, so that the process holding the daemon sends it without reading the outbox.
+ * fits, so that the process holding the daemon sends it without reading the outbox, and with it the
+ * run an offer offers (`offered`) when that fits too.
  */
-export function outboxNotice(daemonId: string, from: string, command: NoticedCommand): string {
+export function outboxNotice(
+  daemonId: string,
+  from: string,
+  command: NoticedCommand,
+  offered?: RunsTable,
+): string {
+  const fits = (text: string) => Buffer.byteLength(text) <= NOTICE_MAX_BYTES;
+  if (offered) {
+    const withRun = JSON.stringify({ daemon_id: daemonId, from, command: { ...command, offered } });
+    if (fits(withRun)) return withRun;
+  }
   const full = JSON.stringify({ daemon_id: daemonId, from, command });
-  return Buffer.byteLength(full) <= NOTICE_MAX_BYTES ? full : daemonId;
+  return fits(full) ? full : daemonId;
 }
 
 /**

@@ -33,11 +33,12 @@ export async function inTx<T>(hub: Hub, fn: (tx: Tx) => Promise<T>): Promise<T> 
       const out = await fn({
         db: trx,
         hub,
-        async command(daemonId, path, body) {
+        async command(daemonId, path, body, opts = {}) {
           if (!hub.tunnel.canSendNow(daemonId)) {
             daemons.add(daemonId);
             const from = hub.tunnel.instanceId;
-            return (await enqueueCommand(trx, hub, daemonId, path, body, { from })).tx_id;
+            return (await enqueueCommand(trx, hub, daemonId, path, body, { from, offered: opts.offered }))
+              .tx_id;
           }
           const cmd = UNSTORED_PATHS.has(path)
             ? unstoredCommand(hub, path, body)

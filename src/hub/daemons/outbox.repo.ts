@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import { type DB, isPostgres } from '../../db/index.js';
 import { oneOf, prepared } from '../../db/prepared.js';
-import type { CommandOutboxTable } from '../../db/schema.js';
+import type { CommandOutboxTable, RunsTable } from '../../db/schema.js';
 import { merged } from '../../shared/merged.js';
 import type { AckFrame } from '../../shared/protocol.js';
 import { insertRows, OUTBOX_CHANNEL, outboxNotice, writeThenNotify } from '../cluster/bus.js';
@@ -89,7 +89,7 @@ export async function enqueueCommand(
   daemonId: string,
   path: string,
   body: unknown,
-  opts: { sentAt?: number; from?: string } = {},
+  opts: { sentAt?: number; from?: string; offered?: RunsTable | undefined } = {},
 ): Promise<NewCommand> {
   const txId = ids.newId();
   const now = ids.now();
@@ -101,7 +101,7 @@ export async function enqueueCommand(
   const notice = () =>
     opts.from === undefined || !isPostgres(db)
       ? daemonId
-      : outboxNotice(daemonId, opts.from, { tx_id: txId, path, body: text, written_at: now });
+      : outboxNotice(daemonId, opts.from, { tx_id: txId, path, body: text, written_at: now }, opts.offered);
   const wake = opts.sentAt === undefined ? [{ channel: OUTBOX_CHANNEL, payload: notice() }] : [];
   await writeThenNotify(db, [insert], wake);
   return { tx_id: txId, path, body: text, last_sent_at: opts.sentAt ?? null, stored: true };

@@ -217,6 +217,8 @@ export async function createTunnel(
     wake(daemonId, command) {
       const conn = conns.get(daemonId);
       if (!conn) return;
+      // Its claim will come here: made ahead with the run the notice carried (src/hub/runs/claimed-items.ts).
+      if (command?.offered) deps.claims.offered(command.offered);
       if (command) sendNoticed(state, conn, command);
       else flush(state, conn);
     },

@@ -176,24 +176,47 @@ describe('claims made ahead of their answer', () => {
     }
   });
 
-  it('reads the run of an offer another process wrote as it passes the offer on, and the claim holds', async (t) => {
-    if (!postgres()) return t.skip('one hub process on SQLite');
-    other = await h.startAnother({ config: { runRedispatchMs: 3_600_000 } });
-    const taken = watchTaken(other.hub);
-    const client = await connected(other.hub, other.url);
+  /** A run started through the first process and offered through `other`, claimed there, handed over once. */
+  async function claimedThroughOther(inputs: Record<string, unknown>) {
+    if (!other) other = await h.startAnother({ config: { runRedispatchMs: 3_600_000 } });
+    const hub = other.hub;
+    const taken = watchTaken(hub);
+    const carried: string[] = [];
+    const offered = hub.claims.offered.bind(hub.claims);
+    hub.claims.offered = (run) => {
+      carried.push(run.run_id);
+      offered(run);
+    };
+    const client = await connected(hub, other.url);
     try {
-      // Written through the first process, passed on by the other, which holds the daemon's tunnel.
-      const { runId, itemId } = await offered(client);
+      const runId: string = (await h.ok('runs/new', { realm_id: w.realmId, team: 'solo', inputs })).data
+        .run_id;
+      const offer = await commandOf(client, 'offer_job', runId);
+      const itemId = (offer.body as { queue_item_id: string }).queue_item_id;
       const won = await claim(other.url, itemId);
       assert.deepEqual(won.body.data.run, { run_id: runId, lease_epoch: 1 });
       const execute = await commandOf(client, 'runs/execute', runId);
       const { tx_id: _, ...body } = execute.body as { tx_id: string };
-      assert.deepEqual(body, await bodyAfterReading(other.hub, runId));
+      assert.deepEqual(body, await bodyAfterReading(hub, runId));
       assert.deepEqual(await historyTypes(runId), ['run.queued', 'run.offered', 'run.claimed']);
       assert.equal((await executeCommands(runId)).length, 1);
-      assert.equal(taken[0]?.run_id, runId, 'the relayed offer had its run read ahead');
+      assert.equal(taken[0]?.run_id, runId, 'the claim was made ahead');
+      return { carried: carried.includes(runId) };
     } finally {
+      hub.claims.offered = offered;
       await client.close();
     }
+  }
+
+  it('passes on an offer another process wrote with the run its notice carried, and the claim holds', async (t) => {
+    if (!postgres()) return t.skip('one hub process on SQLite');
+    const { carried } = await claimedThroughOther({ n: 1 });
+    assert.equal(carried, true, "the offer's notice carried its run");
+  });
+
+  it('reads the run of an offer whose notice had no room for it, and the claim holds', async (t) => {
+    if (!postgres()) return t.skip('one hub process on SQLite');
+    const { carried } = await claimedThroughOther({ text: 'x'.repeat(8_000) });
+    assert.equal(carried, false, 'the run was too large for the notice: read as the offer went out');
   });
 });

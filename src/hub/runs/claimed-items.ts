@@ -20,10 +20,11 @@ import type { RunsTable } from '../../db/schema.js';
  *
  * It also keeps the runs this process offered lately, as written, by their items (`offered`): the
  * first claim of such an item can be made ahead of its answer (dispatch.service.ts `claimAhead`),
- * with the run's hand-over built from that row. An offer another hub process wrote and this one
- * passed on to its daemon (`relayed`) has its run read at once, while the daemon decides to claim,
- * unless this process is deciding claims already: then claims come in groups, which are not made
- * ahead, and the read would be wasted. The database checks that the row is still what the claim
+ * with the run's hand-over built from that row. An offer another hub process wrote comes to the
+ * process holding its daemon with its run in the notice (src/hub/cluster/bus.ts `outboxNotice`),
+ * kept here as it is passed on; one whose run did not fit the notice (`relayed`) has its run read
+ * at once, while the daemon decides to claim, unless this process is deciding claims already: then
+ * claims come in groups, which are not made ahead, and the read would be wasted. The database checks that the row is still what the claim
  * found, so an entry that is out of date costs a refused transaction, never a wrong hand-over. An
  * entry is forgotten as it is taken, and the oldest past `maxOffered`.
  */

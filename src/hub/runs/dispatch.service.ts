@@ -262,18 +262,23 @@ export function offeredAtOnce(run: {
   );
 }
 
-/** A run just moved to `offered`: its queue item, and its offers to `daemons`. */
+/**
+ * A run just moved to `offered`: its queue item, and its offers to `daemons`. `written`: the run's
+ * whole row as written, when the caller has it: the offers carry it to the hub processes that pass
+ * them on, so that their claims can be made ahead (`claimAhead`).
+ */
 export async function offerItem(
   tx: Tx,
   run: Pick<RunsTable, 'run_id' | 'team_id' | 'realm_id' | 'created_at' | 'queue_item_id'>,
   daemons: readonly string[],
+  written?: RunsTable,
 ): Promise<void> {
   const itemId = run.queue_item_id!;
   const payload = { run_id: run.run_id, team_id: run.team_id };
   tx.hub.runMetrics.observeWait(tx.hub.now() - run.created_at);
   const item = { id: itemId, realm_id: run.realm_id, payload, created_at: tx.hub.now() };
   await writeThenNotify(tx.db, [newQueueItem(tx.db, item)], []);
-  for (const d of daemons) await offer(tx, itemId, d, payload);
+  for (const d of daemons) await offer(tx, itemId, d, payload, written);
 }
 
 /**
@@ -288,9 +293,15 @@ export async function dispatchRun(hub: Hub, runId: string): Promise<Waiting | nu
   return plan ? inTx(hub, (tx) => dispatchIn(tx, run, plan)) : null;
 }
 
-function offer(tx: Tx, itemId: string, daemonId: string, payload: unknown): Promise<string> {
+function offer(
+  tx: Tx,
+  itemId: string,
+  daemonId: string,
+  payload: unknown,
+  written?: RunsTable,
+): Promise<string> {
   const body: OfferJobBody = { queue_item_id: itemId, daemon_id: daemonId, kind: RUN_ITEM_KIND, payload };
-  return tx.command(daemonId, 'offer_job', body);
+  return tx.command(daemonId, 'offer_job', body, written ? { offered: written } : {});
 }
 
 /** The reply to `queue/claim`: whether this daemon won the item, and the run it holds if so. */

@@ -143,7 +143,7 @@ export async function writeRuns(
     const plan = plans[i] ?? null;
     if (written[i]!.state === 'offered') {
       const offered = written[i]!;
-      await offerItem(tx, offered, plan?.daemons ?? []);
+      await offerItem(tx, offered, plan?.daemons ?? [], offered);
       // Its first claim through this process may then be made ahead (dispatch.service.ts `claimAhead`).
       if (isPostgres(tx.db)) tx.afterCommit(async () => tx.hub.claims.offered(offered));
     } else if (plan) waiting = await dispatchIn(tx, row, plan);
