@@ -38,7 +38,6 @@ import { freeSlotsOfEndedRun } from './runs/admission.service.js';
 import { createClaimedItems } from './runs/claimed-items.js';
 import { createRunMetrics } from './runs/run-metrics.js';
 import { startRunsBackground } from './runs/runs.background.js';
-import { runOfQueueItem } from './runs/runs.repo.js';
 import { registerRunStreams } from './runs/runs.stream.js';
 import { createScheduler } from './schedules/schedules.background.js';
 import { createCipher } from './secrets/cipher.js';
@@ -161,8 +160,7 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
       // runs waiting for its concurrency slots start.
       runEnded: [closeReviewsOfEndedRun, freeSlotsOfEndedRun],
       runMetrics: createRunMetrics(),
-      // A relayed offer's run is read through the hub's handle as its claim is awaited.
-      claims: createClaimedItems({ readOffered: (itemId) => runOfQueueItem(base.db, itemId) }),
+      claims: createClaimedItems(),
     };
     // Several hub processes (src/hub/cluster/): wake-ups through PostgreSQL LISTEN/NOTIFY, presence.
     const instanceId = base.newId();

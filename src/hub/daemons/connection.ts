@@ -343,7 +343,6 @@ async function deliver(s: TunnelState, conn: Conn): Promise<void> {
       at,
     );
     sendFrames(conn, await commandFrames(s, conn, rows, at));
-    passedOn(s, rows);
     if (rows.length === BATCH) conn.dirty = true;
   } while (conn.dirty && !conn.closed);
 }
@@ -387,18 +386,6 @@ export function sendNoticed(s: TunnelState, conn: Conn, command: NoticedCommand)
   }
   sendFrame(conn, commandFrame(s, command, token));
   s.track(recordNoticedSent(s.deps.db, command.tx_id, at), 'recording a noticed command as sent');
-  passedOn(s, [command]);
-}
-
-/**
- * Commands from the outbox or a notice went out: the claims of the offers among them will come to
- * this process, so the runs they offer are read meanwhile (src/hub/runs/claimed-items.ts `relayed`).
- */
-function passedOn(s: TunnelState, commands: readonly Pick<StoredCommand, 'path' | 'body'>[]): void {
-  for (const c of commands) {
-    if (c.path === 'offer_job')
-      s.deps.claims.relayed((JSON.parse(c.body) as { queue_item_id: string }).queue_item_id);
-  }
 }
 
 /** Whether a command written now can go straight to this connection after its commit (tunnel.ts). */

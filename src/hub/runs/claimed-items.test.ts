@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { RunsTable } from '../../db/schema.js';
 import { createClaimedItems } from './claimed-items.js';
 
 describe('claimed items', () => {
@@ -54,5 +55,18 @@ describe('claimed items', () => {
     await assert.rejects(first, /refused/);
     assert.equal(await second, 2, 'a failed claim does not fail the next');
     assert.deepEqual(order, ['first starts', 'other item', 'first ends', 'second']);
+  });
+
+  it('keeps an offered run for its item until it is taken, the oldest forgotten past the bound', () => {
+    const claimed = createClaimedItems({ maxOffered: 2 });
+    const run = (item: string) => ({ run_id: `run-${item}`, queue_item_id: item }) as RunsTable;
+    claimed.offered(run('a'));
+    claimed.offered(run('b'));
+    assert.equal(claimed.takeOffered('a')?.run_id, 'run-a');
+    assert.equal(claimed.takeOffered('a'), undefined, 'taken once');
+    claimed.offered(run('c'));
+    claimed.offered(run('d'));
+    assert.equal(claimed.takeOffered('b'), undefined, 'the oldest is forgotten past the bound');
+    assert.equal(claimed.takeOffered('d')?.run_id, 'run-d');
   });
 });

@@ -22,9 +22,8 @@ import type { RunsTable } from '../../db/schema.js';
  * first claim of such an item can be made ahead of its answer (dispatch.service.ts `claimAhead`),
  * with the run's hand-over built from that row. An offer another hub process wrote comes to the
  * process holding its daemon with its run in the notice (src/hub/cluster/bus.ts `outboxNotice`),
- * kept here as it is passed on; one whose run did not fit the notice (`relayed`) has its run read
- * at once, while the daemon decides to claim, unless this process is deciding claims already: then
- * claims come in groups, which are not made ahead, and the read would be wasted. The database checks that the row is still what the claim
+ * kept here as it is passed on; one whose run did not fit the notice is claimed as any other (a read
+ * of the run as the offer went out cost as much as the round trip it saved). The database checks that the row is still what the claim
  * found, so an entry that is out of date costs a refused transaction, never a wrong hand-over. An
  * entry is forgotten as it is taken, and the oldest past `maxOffered`.
  */
@@ -37,10 +36,8 @@ export interface ClaimedItems {
   oneAtATime<T>(itemId: string, decide: () => Promise<T>): Promise<T>;
   /** This process offered `run` (`offered`, with its queue item), once that has committed. */
   offered(run: RunsTable): void;
-  /** This process sent one of its daemons an offer of `itemId` that another process wrote. */
-  relayed(itemId: string): void;
   /** The run offered with `itemId` through this process, if kept; forgotten as it is taken. */
-  takeOffered(itemId: string): Promise<RunsTable | undefined>;
+  takeOffered(itemId: string): RunsTable | undefined;
 }
 
 export interface ClaimedItemsOptions {
@@ -48,18 +45,12 @@ export interface ClaimedItemsOptions {
   max?: number;
   /** Offered runs kept at most. */
   maxOffered?: number;
-  /** Reads the run an item offers (for `relayed`); none: relayed offers are not read ahead. */
-  readOffered?: (itemId: string) => Promise<RunsTable | undefined>;
 }
 
 export function createClaimedItems(opts: ClaimedItemsOptions = {}): ClaimedItems {
-  const { max = 10_000, maxOffered = 1_000, readOffered } = opts;
+  const { max = 10_000, maxOffered = 1_000 } = opts;
   const items = new Map<string, { daemonId: string; realmId: string }>();
-  const offered = new Map<string, RunsTable | Promise<RunsTable | undefined>>();
-  const keep = (itemId: string, run: RunsTable | Promise<RunsTable | undefined>) => {
-    offered.set(itemId, run);
-    if (offered.size > maxOffered) offered.delete(offered.keys().next().value!);
-  };
+  const offered = new Map<string, RunsTable>();
   /** Per item being decided: the end of its last claim's decision. */
   const deciding = new Map<string, Promise<unknown>>();
   return {
@@ -85,16 +76,10 @@ export function createClaimedItems(opts: ClaimedItemsOptions = {}): ClaimedItems
       return mine;
     },
     offered(run) {
-      keep(run.queue_item_id!, run);
+      offered.set(run.queue_item_id!, run);
+      if (offered.size > maxOffered) offered.delete(offered.keys().next().value!);
     },
-    relayed(itemId) {
-      if (!readOffered || deciding.size > 0 || offered.has(itemId) || items.has(itemId)) return;
-      keep(
-        itemId,
-        readOffered(itemId).catch(() => undefined),
-      );
-    },
-    async takeOffered(itemId) {
+    takeOffered(itemId) {
       const run = offered.get(itemId);
       offered.delete(itemId);
       return run;

@@ -426,7 +426,7 @@ const AHEAD_MISSED = 'the claim made ahead found its item or run moved';
 async function claimAhead(hub: Hub, call: ClaimCall): Promise<Won | undefined> {
   if (!isPostgres(hub.db)) return undefined;
   const { itemId, daemon, leaseMs } = call;
-  const offered = await hub.claims.takeOffered(itemId);
+  const offered = hub.claims.takeOffered(itemId);
   if (offered?.state !== 'offered' || offered.realm_id !== daemon.realm_id) return undefined;
   try {
     return await inTx(hub, async (tx) => {
