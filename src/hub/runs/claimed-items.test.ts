@@ -68,5 +68,8 @@ describe('claimed items', () => {
     claimed.offered(run('d'));
     assert.equal(claimed.takeOffered('b'), undefined, 'the oldest is forgotten past the bound');
     assert.equal(claimed.takeOffered('d')?.run_id, 'run-d');
+    // A large run (its inputs) is not kept: the entries stay small.
+    claimed.offered({ ...run('e'), inputs: JSON.stringify({ text: 'x'.repeat(10_000) }) });
+    assert.equal(claimed.takeOffered('e'), undefined);
   });
 });

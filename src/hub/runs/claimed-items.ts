@@ -22,10 +22,12 @@ import type { RunsTable } from '../../db/schema.js';
  * first claim of such an item can be made ahead of its answer (dispatch.service.ts `claimAhead`),
  * with the run's hand-over built from that row. An offer another hub process wrote comes to the
  * process holding its daemon with its run in the notice (src/hub/cluster/bus.ts `outboxNotice`),
- * kept here as it is passed on; one whose run did not fit the notice is claimed as any other (a read
- * of the run as the offer went out cost as much as the round trip it saved). The database checks that the row is still what the claim
- * found, so an entry that is out of date costs a refused transaction, never a wrong hand-over. An
- * entry is forgotten as it is taken, and the oldest past `maxOffered`.
+ * kept here as it is passed on; one whose run did not fit the notice is claimed as any other (a
+ * read of the run as the offer went out cost as much as the round trip it saved). The database
+ * checks that the row is still what the claim found, so an entry that is out of date costs a refused
+ * transaction, never a wrong hand-over. An entry is forgotten as it is taken, and the oldest past
+ * `maxOffered`; a run whose row is larger than `MAX_OFFERED_CHARS` (its inputs, mostly) is not kept,
+ * so that the entries weigh a few megabytes at most.
  */
 export interface ClaimedItems {
   /** `daemon` won `itemId` (called once the claim has committed). */
@@ -38,6 +40,16 @@ export interface ClaimedItems {
   offered(run: RunsTable): void;
   /** The run offered with `itemId` through this process, if kept; forgotten as it is taken. */
   takeOffered(itemId: string): RunsTable | undefined;
+}
+
+/** The largest row kept as offered, in characters of its text columns (about a notice's size). */
+const MAX_OFFERED_CHARS = 8_000;
+
+/** The characters of a row's text columns. */
+function charsOf(run: RunsTable): number {
+  let n = 0;
+  for (const v of Object.values(run)) if (typeof v === 'string') n += v.length;
+  return n;
 }
 
 export interface ClaimedItemsOptions {
@@ -76,6 +88,7 @@ export function createClaimedItems(opts: ClaimedItemsOptions = {}): ClaimedItems
       return mine;
     },
     offered(run) {
+      if (charsOf(run) > MAX_OFFERED_CHARS) return;
       offered.set(run.queue_item_id!, run);
       if (offered.size > maxOffered) offered.delete(offered.keys().next().value!);
     },
