@@ -267,12 +267,6 @@ export async function keepCheck(
   await db.executeQuery(CompiledQuery.raw(`${WITH_NEXT}${check.sql}`, [...check.parameters]));
 }
 
-/** Whether this transaction keeps its writes until its end (`keepWrites`; PostgreSQL). */
-// biome-ignore lint/suspicious/noExplicitAny: works for any schema
-export function keepsWrites(db: Kysely<any>): boolean {
-  return kept.has(db);
-}
-
 /** Rethrows a transaction's failure: an `expectOne` whose row was not there as its conflict, the rest as is. */
 export function refusedWrite(err: unknown): never {
   const e = err as { code?: unknown; message?: unknown } | null;

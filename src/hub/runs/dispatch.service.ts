@@ -390,7 +390,7 @@ async function decideClaims(hub: Hub, calls: readonly ClaimCall[]): Promise<Won[
   }
   const item = (i: number) => calls[i]!.itemId;
   const order = [...calls.keys()].sort((a, b) => (item(a) < item(b) ? -1 : item(a) > item(b) ? 1 : 0));
-  return await inTx(hub, async (tx) => {
+  return inTx(hub, async (tx) => {
     const now = hub.now();
     const claims = order.map((i) => {
       const { itemId, daemon, leaseMs } = calls[i]!;
