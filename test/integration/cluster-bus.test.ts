@@ -14,6 +14,7 @@ import type { RunningHub } from '../../src/hub/server.js';
 import { PG_URL, TEST_DB, testDatabase } from '../helpers/db.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { connectDaemon, type TunnelClient } from '../helpers/tunnel-client.js';
+import { until } from '../helpers/until.js';
 import { buildWorld, type World } from '../helpers/world.js';
 import { daemonHome, startTestDaemon, whenConnected } from './daemon-harness.js';
 
@@ -122,6 +123,32 @@ describe('two hub processes on one database: the cluster bus', {
     assert.equal(cmd.tx_id, txId);
     assert.deepEqual(cmd.body, { review_id: 'n', message: { n: 2 }, tx_id: txId });
     c.ack(txId);
+  });
+
+  it('records the commands sent together from their notices as sent, each once', async () => {
+    const c = await connectToB();
+    // The connection's first command signs its dispatch token (through the outbox); the next ones
+    // travel in their notices, and are recorded as sent after their frames leave.
+    const first = await sendCommand(A(), w.daemonId, 'hug/deliver', { review_id: 'r0', message: {} });
+    assert.equal((await c.next('command', 5_000)).tx_id, first);
+    c.ack(first);
+    const txIds = await Promise.all(
+      [1, 2, 3, 4, 5].map((n) =>
+        sendCommand(A(), w.daemonId, 'hug/deliver', { review_id: `r${n}`, message: {} }),
+      ),
+    );
+    const got = new Set<string>();
+    while (got.size < txIds.length) got.add((await c.next('command', 5_000)).tx_id);
+    assert.deepEqual([...got].sort(), [...txIds].sort());
+    const rows = await until('every command recorded as sent', async () => {
+      const all = await Promise.all(txIds.map((t) => loadCommand(A().db, t)));
+      return all.every((r) => r?.last_sent_at !== null) && all;
+    });
+    for (const r of rows) {
+      assert.equal(r?.attempts, 1, 'recorded once');
+      assert.equal(r?.status, 'pending');
+    }
+    for (const t of txIds) c.ack(t);
   });
 
   it('a command too large for a notice goes through the outbox, recorded as sent once', async () => {

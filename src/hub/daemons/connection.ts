@@ -59,6 +59,8 @@ export interface TunnelState {
   aclReads: Map<string, Promise<AclEntry[]>>;
   /** Whether commands wait for a daemon whose tunnel opens (`waitingOnOpen`). */
   waitingOnOpen(conn: Conn): Promise<boolean>;
+  /** Records a command sent from its notice as sent (`noticedSent`). */
+  recordSent(txId: string): Promise<void>;
 }
 
 /**
@@ -385,8 +387,24 @@ export function sendNoticed(s: TunnelState, conn: Conn, command: NoticedCommand)
     return;
   }
   sendFrame(conn, commandFrame(s, command, token));
-  s.track(recordNoticedSent(s.deps.db, command.tx_id, at), 'recording a noticed command as sent');
+  s.track(s.recordSent(command.tx_id), 'recording a noticed command as sent');
 }
+
+/**
+ * Records commands sent from their notices as sent: those sent while a record is being written (a
+ * busy process's offers and commands, to any daemons) are recorded together, in one statement. A
+ * record made a little later is as a record lost with a process killed right after the frame: the
+ * command may go out again, and the daemon answers a repeated tx_id from its store.
+ */
+export function noticedSent(deps: TunnelDeps): (txId: string) => Promise<void> {
+  return groupCalls(async (txIds: string[]) => {
+    await recordNoticedSent(deps.db, txIds, deps.now());
+    return txIds.map(() => undefined);
+  }, MAX_RECORDED_TOGETHER);
+}
+
+/** Commands recorded as sent in one statement at most. */
+const MAX_RECORDED_TOGETHER = 500;
 
 /** Whether a command written now can go straight to this connection after its commit (tunnel.ts). */
 export function canSendNow(conn: Conn | undefined): boolean {

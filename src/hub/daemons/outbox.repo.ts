@@ -174,14 +174,14 @@ const takePending = prepared(
 );
 
 /**
- * Records a command sent from its notice (connection.ts `sendNoticed`) as sent, unless a delivery
- * recorded it meanwhile.
+ * Records commands sent from their notices (connection.ts `sendNoticed`) as sent at `at`, unless a
+ * delivery recorded them meanwhile: one statement for those sent together.
  */
-export const recordNoticedSent = prepared((db: Kysely<DB>, txId: string, at: number) =>
+export const recordNoticedSent = prepared((db: Kysely<DB>, txIds: string[], at: number) =>
   db
     .updateTable('command_outbox')
     .set((eb) => ({ last_sent_at: at, attempts: eb('attempts', '+', 1) }))
-    .where('tx_id', '=', txId)
+    .where(oneOf(db, 'tx_id', txIds))
     .where('status', '=', 'pending')
     .where('last_sent_at', 'is', null),
 );

@@ -12,6 +12,7 @@ import {
   type Conn,
   canSendNow,
   flush,
+  noticedSent,
   openConnection,
   pushRealmAcl,
   sendNoticed,
@@ -71,6 +72,7 @@ export async function createTunnel(
     presence: createPresence(deps, instanceId),
     aclReads: new Map(),
     waitingOnOpen: waitingOnOpen(deps),
+    recordSent: noticedSent(deps),
   };
 
   /**
