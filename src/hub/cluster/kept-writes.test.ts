@@ -6,7 +6,7 @@ import { buildWorld, type World } from '../../../test/helpers/world.js';
 import type { DB } from '../../db/index.js';
 import { AppError } from '../../shared/errors.js';
 import { inTx, Rollback, rolledBack } from '../daemons/commands.js';
-import { expectOne, notifyRunChanged, runFeed } from './bus.js';
+import { expectOne, insertRows, notifyRunChanged, runFeed, writeThenNotify } from './bus.js';
 
 /**
  * A transaction's writes that nothing reads back (commands here) and its notices: kept for one
@@ -61,6 +61,43 @@ describe('writes kept until the commit', () => {
     if (h.running.hub.dialect === 'sqlite') {
       assert.equal(toldAfter, true, 'the change was told before the caller of its transaction went on');
     }
+  });
+
+  it('writes the rows of several inserts in one statement, each value in its own column', async () => {
+    const stamp = Date.now().toString(36);
+    const ids = [0, 1, 2].map((i) => `event-${stamp}-${i}`);
+    await inTx(h.running.hub, async (tx) => {
+      const events = ids.map((id, i) => ({
+        id,
+        type: `test.kept.${i}`,
+        org_id: null,
+        realm_id: w.realmId,
+        subject_id: `subject-${i}`,
+        payload: JSON.stringify({ i }),
+        created_at: 1_000 + i,
+      }));
+      await writeThenNotify(tx.db, [insertRows(tx.db as Kysely<DB>, 'events', events)], []);
+      await tx.command(w.daemonId, 'test/columns', { n: 7 });
+    });
+    const rows = await h.running.hub.db
+      .selectFrom('events')
+      .select(['id', 'type', 'org_id', 'realm_id', 'subject_id', 'payload', 'created_at'])
+      .where('id', 'in', ids)
+      .orderBy('created_at')
+      .execute();
+    assert.deepEqual(
+      rows.map((r) => ({ ...r, created_at: Number(r.created_at) })),
+      ids.map((id, i) => ({
+        id,
+        type: `test.kept.${i}`,
+        org_id: null,
+        realm_id: w.realmId,
+        subject_id: `subject-${i}`,
+        payload: JSON.stringify({ i }),
+        created_at: 1_000 + i,
+      })),
+    );
+    assert.deepEqual(await commandsOf('test/columns'), [7]);
   });
 
   it('writes nothing when the transaction rolls back, even after part of it was sent', async () => {

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
 import { preparedQuery } from '../../db/prepared.js';
 import type { RunsTable } from '../../db/schema.js';
-import type { Write } from '../cluster/bus.js';
+import { insertRows, type Write } from '../cluster/bus.js';
 import { loadRun } from './run-read.repo.js';
 
 /** Starting runs (SQL): the numbers of default run names, and idempotency keys. */
@@ -70,5 +70,5 @@ export function idempotencyKeyWrite(
   db: Kysely<DB>,
   row: { realm_id: string; key: string; run_id: string; created_at: number },
 ): Write {
-  return db.insertInto('run_idempotency_keys').values(row);
+  return insertRows(db, 'run_idempotency_keys', [row]);
 }
