@@ -66,16 +66,16 @@ describe('writes kept until the commit', () => {
   it('writes the rows of several inserts in one statement, each value in its own column', async () => {
     const stamp = Date.now().toString(36);
     const ids = [0, 1, 2].map((i) => `event-${stamp}-${i}`);
+    const events = ids.map((id, i) => ({
+      id,
+      type: `test.kept.${i}`,
+      org_id: null,
+      realm_id: w.realmId,
+      subject_id: `subject-${i}`,
+      payload: JSON.stringify({ i }),
+      created_at: 1_000 + i,
+    }));
     await inTx(h.running.hub, async (tx) => {
-      const events = ids.map((id, i) => ({
-        id,
-        type: `test.kept.${i}`,
-        org_id: null,
-        realm_id: w.realmId,
-        subject_id: `subject-${i}`,
-        payload: JSON.stringify({ i }),
-        created_at: 1_000 + i,
-      }));
       await writeThenNotify(tx.db, [insertRows(tx.db as Kysely<DB>, 'events', events)], []);
       await tx.command(w.daemonId, 'test/columns', { n: 7 });
     });
@@ -87,15 +87,7 @@ describe('writes kept until the commit', () => {
       .execute();
     assert.deepEqual(
       rows.map((r) => ({ ...r, created_at: Number(r.created_at) })),
-      ids.map((id, i) => ({
-        id,
-        type: `test.kept.${i}`,
-        org_id: null,
-        realm_id: w.realmId,
-        subject_id: `subject-${i}`,
-        payload: JSON.stringify({ i }),
-        created_at: 1_000 + i,
-      })),
+      events,
     );
     assert.deepEqual(await commandsOf('test/columns'), [7]);
   });

@@ -98,6 +98,19 @@ describe('claims made ahead of their answer', () => {
     return executeBody(hub.db, hub, run!, await leaseMsOf(hub));
   }
 
+  /**
+   * The daemon got `runs/execute` for the run as a claim after reading it would send it, and the run
+   * was handed over once: one `run.claimed` entry, one command. Answers the command's body.
+   */
+  async function handedOverOnce(hub: Hub, client: TunnelClient, runId: string) {
+    const execute = await commandOf(client, 'runs/execute', runId);
+    const { tx_id: _, ...body } = execute.body as { tx_id: string; lease_epoch: number };
+    assert.deepEqual(body, await bodyAfterReading(hub, runId));
+    assert.deepEqual(await historyTypes(runId), ['run.queued', 'run.offered', 'run.claimed']);
+    assert.equal((await executeCommands(runId)).length, 1);
+    return body;
+  }
+
   it('hands the run over with the runs/execute a claim after reading the run sends', async () => {
     const hub = h.running.hub;
     const taken = watchTaken(hub);
@@ -111,11 +124,7 @@ describe('claims made ahead of their answer', () => {
         queue_item_id: itemId,
         run: { run_id: runId, lease_epoch: 1 },
       });
-      const execute = await commandOf(client, 'runs/execute', runId);
-      const { tx_id: _, ...body } = execute.body as { tx_id: string };
-      assert.deepEqual(body, await bodyAfterReading(hub, runId));
-      assert.deepEqual(await historyTypes(runId), ['run.queued', 'run.offered', 'run.claimed']);
-      assert.equal((await executeCommands(runId)).length, 1);
+      await handedOverOnce(hub, client, runId);
       // Made ahead on PostgreSQL, with the run as offered; SQLite has no round trip to spare.
       assert.equal(taken.length, postgres() ? 1 : 0);
       if (postgres()) assert.equal(taken[0]?.run_id, runId);
@@ -138,12 +147,7 @@ describe('claims made ahead of their answer', () => {
         .execute();
       const won = await claim(h.url, itemId);
       assert.deepEqual(won.body.data.run, { run_id: runId, lease_epoch: 2 });
-      const execute = await commandOf(client, 'runs/execute', runId);
-      assert.equal((execute.body as { lease_epoch: number }).lease_epoch, 2);
-      const { tx_id: _, ...body } = execute.body as { tx_id: string };
-      assert.deepEqual(body, await bodyAfterReading(hub, runId));
-      assert.deepEqual(await historyTypes(runId), ['run.queued', 'run.offered', 'run.claimed']);
-      assert.equal((await executeCommands(runId)).length, 1);
+      assert.equal((await handedOverOnce(hub, client, runId)).lease_epoch, 2);
       if (postgres()) assert.equal(taken[0]?.lease_epoch, 0, 'the claim was made ahead with the old epoch');
     } finally {
       await client.close();
@@ -196,11 +200,7 @@ describe('claims made ahead of their answer', () => {
       const itemId = (offer.body as { queue_item_id: string }).queue_item_id;
       const won = await claim(other.url, itemId);
       assert.deepEqual(won.body.data.run, { run_id: runId, lease_epoch: 1 });
-      const execute = await commandOf(client, 'runs/execute', runId);
-      const { tx_id: _, ...body } = execute.body as { tx_id: string };
-      assert.deepEqual(body, await bodyAfterReading(hub, runId));
-      assert.deepEqual(await historyTypes(runId), ['run.queued', 'run.offered', 'run.claimed']);
-      assert.equal((await executeCommands(runId)).length, 1);
+      await handedOverOnce(hub, client, runId);
       return { carried: carried.includes(runId), ahead: taken[0]?.run_id === runId };
     } finally {
       hub.claims.offered = offered;
