@@ -1,4 +1,5 @@
 import type { EventEmitter } from 'node:events';
+import { setTimeout as delay } from 'node:timers/promises';
 import { type RawData, WebSocket } from 'ws';
 import { groupCalls } from '../../shared/group-calls.js';
 import { jsonTextTooDeep, tooDeepMessage } from '../../shared/json-depth.js';
@@ -59,8 +60,8 @@ export interface TunnelState {
   aclReads: Map<string, Promise<AclEntry[]>>;
   /** Whether commands wait for a daemon whose tunnel opens (`waitingOnOpen`). */
   waitingOnOpen(conn: Conn): Promise<boolean>;
-  /** Records a command sent from its notice as sent (`noticedSent`). */
-  recordSent(txId: string): Promise<void>;
+  /** Commands sent from their notices, recorded as sent unless acked first (`noticedSent`). */
+  sentRecords: SentRecords;
 }
 
 /**
@@ -375,9 +376,9 @@ function commandFrame(s: TunnelState, row: StoredCommand, token: string, first =
  * no signing (so notices are sent in the order they came, with nothing in between), and was open
  * when the command was written (else its first delivery took it; the writer's clock may differ from
  * this one's, and a wrong guess costs a read of the outbox or a frame sent twice); otherwise the
- * outbox is delivered as for any wake. The command is recorded as sent right after its frame leaves:
- * should this process die in between, or a delivery read it before, it goes out again, and the
- * daemon answers a repeated tx_id from its store.
+ * outbox is delivered as for any wake. The command is recorded as sent unless its ack comes first
+ * (`noticedSent`): should this process die before either record, or a delivery read it before, it
+ * goes out again, and the daemon answers a repeated tx_id from its store.
  */
 export function sendNoticed(s: TunnelState, conn: Conn, command: NoticedCommand): void {
   const at = s.deps.now();
@@ -387,20 +388,44 @@ export function sendNoticed(s: TunnelState, conn: Conn, command: NoticedCommand)
     return;
   }
   sendFrame(conn, commandFrame(s, command, token));
-  s.track(s.recordSent(command.tx_id), 'recording a noticed command as sent');
+  s.track(s.sentRecords.sent(command.tx_id), 'recording a noticed command as sent');
+}
+
+/** Commands sent from their notices (`sendNoticed`), on their way to being recorded as sent. */
+export interface SentRecords {
+  /** Records the command as sent after SENT_RECORD_DELAY_MS, unless its ack came first. */
+  sent(txId: string): Promise<void>;
+  /** Its ack arrived: the ack's record is the only one it needs. */
+  acked(txId: string): void;
 }
 
 /**
- * Records commands sent from their notices as sent: those sent while a record is being written (a
- * busy process's offers and commands, to any daemons) are recorded together, in one statement. A
- * record made a little later is as a record lost with a process killed right after the frame: the
- * command may go out again, and the daemon answers a repeated tx_id from its store.
+ * How long a command sent from its notice waits to be recorded as sent. Its ack, a few milliseconds
+ * after the frame, makes the record needless: the ack's own record ends its deliveries. Well under
+ * the resend interval; a scan in between may send it again, as after a record lost with a process
+ * killed right after the frame, and the daemon answers a repeated tx_id from its store.
  */
-export function noticedSent(deps: TunnelDeps): (txId: string) => Promise<void> {
-  return groupCalls(async (txIds: string[]) => {
-    await recordNoticedSent(deps.db, txIds, deps.now());
+export const SENT_RECORD_DELAY_MS = 200;
+
+/**
+ * Records commands sent from their notices as sent, unless acked meanwhile (the rule): those due
+ * together (a busy process's offers and commands, to any daemons) in one statement.
+ */
+export function noticedSent(deps: TunnelDeps): SentRecords {
+  const unacked = new Set<string>();
+  const record = groupCalls(async (txIds: string[]) => {
+    const left = txIds.filter((t) => unacked.delete(t));
+    if (left.length > 0) await recordNoticedSent(deps.db, left, deps.now());
     return txIds.map(() => undefined);
   }, MAX_RECORDED_TOGETHER);
+  return {
+    async sent(txId) {
+      unacked.add(txId);
+      await delay(SENT_RECORD_DELAY_MS);
+      if (unacked.has(txId)) await record(txId);
+    },
+    acked: (txId) => void unacked.delete(txId),
+  };
 }
 
 /** Commands recorded as sent in one statement at most. */
@@ -466,6 +491,7 @@ function onMessage(s: TunnelState, conn: Conn, text: string): void {
     s.track(answerCall(s, conn, frame), 'tunnel call');
     return;
   }
+  s.sentRecords.acked(frame.tx_id);
   // An unstored command's ack has nothing to record: it is only told.
   const unstored = conn.unstored?.get(frame.tx_id);
   if (unstored !== undefined) {

@@ -72,7 +72,7 @@ export async function createTunnel(
     presence: createPresence(deps, instanceId),
     aclReads: new Map(),
     waitingOnOpen: waitingOnOpen(deps),
-    recordSent: noticedSent(deps),
+    sentRecords: noticedSent(deps),
   };
 
   /**
