@@ -500,13 +500,21 @@ function onMessage(s: TunnelState, conn: Conn, text: string): void {
     return;
   }
   s.acks.push({ conn, ack: frame });
-  // Acks that arrive together (from any daemon) are recorded in one statement, one batch at a time
-  // in the order they arrived (two batches at once on two connections could commit in either
-  // order), so that the first ack of a command is the one that counts.
+  // Acks that arrive within ACK_WINDOW_MS (from any daemon) are recorded in one statement, one batch
+  // at a time in the order they arrived (two batches at once on two connections could commit in
+  // either order), so that the first ack of a command is the one that counts.
   if (s.recordingAcks) return;
   s.recordingAcks = true;
-  setImmediate(() => s.track(recordAcks(s), 'tunnel acks'));
+  setTimeout(() => s.track(recordAcks(s), 'tunnel acks'), ACK_WINDOW_MS);
 }
+
+/**
+ * How long an ack waits for others before they are recorded together. Nothing on a run's way waits
+ * for the record (an offer's claim and a run's reports are calls of their own), and an operation
+ * that waits for a daemon's answer (a workspace's registration) hardly sees it; a busy hub records
+ * its acks in a few statements instead of one or two per run.
+ */
+const ACK_WINDOW_MS = 20;
 
 async function recordAcks(s: TunnelState): Promise<void> {
   try {
