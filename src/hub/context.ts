@@ -105,6 +105,11 @@ export interface HubConfig {
   /** An unacknowledged command is sent again when it was last sent this long ago. */
   outboxResendMs: number;
   /**
+   * A command sent from its notice (another process wrote it) is recorded as sent this long after,
+   * unless its ack came first, which is the rule: the ack's record is then its one write.
+   */
+  outboxSentRecordMs: number;
+  /**
    * An event stream reads again at once when its run or realm changes (on any hub process); this
    * often at the least, in case a notification was lost.
    */
@@ -175,6 +180,7 @@ export const DEFAULT_HUB_CONFIG: HubConfig = {
   tunnelPingMs: 15_000,
   outboxScanMs: 2_000,
   outboxResendMs: 30_000,
+  outboxSentRecordMs: 200,
   streamPollMs: 2_000,
   streamBatchMs: 10,
   dispatchTokenTtlMs: 5 * 60 * 1000,

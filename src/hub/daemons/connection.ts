@@ -54,6 +54,8 @@ export interface TunnelState {
   acks: { conn: Conn; ack: AckFrame }[];
   /** A batch of acks is being recorded: those arriving meanwhile make the next one. */
   recordingAcks: boolean;
+  /** The acks waiting for others (`ACK_WINDOW_MS`) before their batch is recorded. */
+  ackWindow: NodeJS.Timeout | null;
   /** Daemons' online/offline/last-seen writes (presence.ts). */
   presence: Presence;
   /** A realm's ACL being read for connections' hellos: connections that open together share it. */
@@ -393,23 +395,18 @@ export function sendNoticed(s: TunnelState, conn: Conn, command: NoticedCommand)
 
 /** Commands sent from their notices (`sendNoticed`), on their way to being recorded as sent. */
 export interface SentRecords {
-  /** Records the command as sent after SENT_RECORD_DELAY_MS, unless its ack came first. */
+  /** Records the command as sent after `outboxSentRecordMs`, unless its ack came first. */
   sent(txId: string): Promise<void>;
   /** Its ack arrived: the ack's record is the only one it needs. */
   acked(txId: string): void;
 }
 
 /**
- * How long a command sent from its notice waits to be recorded as sent. Its ack, a few milliseconds
- * after the frame, makes the record needless: the ack's own record ends its deliveries. Well under
- * the resend interval; a scan in between may send it again, as after a record lost with a process
- * killed right after the frame, and the daemon answers a repeated tx_id from its store.
- */
-export const SENT_RECORD_DELAY_MS = 200;
-
-/**
- * Records commands sent from their notices as sent, unless acked meanwhile (the rule): those due
- * together (a busy process's offers and commands, to any daemons) in one statement.
+ * Records commands sent from their notices as sent, unless acked meanwhile (the rule: an ack comes a
+ * few milliseconds after its frame, and its own record ends the command's deliveries); those due
+ * together (a busy process's offers and commands, to any daemons) in one statement. A record made
+ * later only widens the window in which a scan may send the command again, as after a record lost
+ * with a process killed right after the frame: the daemon answers a repeated tx_id from its store.
  */
 export function noticedSent(deps: TunnelDeps): SentRecords {
   const unacked = new Set<string>();
@@ -421,7 +418,7 @@ export function noticedSent(deps: TunnelDeps): SentRecords {
   return {
     async sent(txId) {
       unacked.add(txId);
-      await delay(SENT_RECORD_DELAY_MS);
+      await delay(deps.config.outboxSentRecordMs);
       if (unacked.has(txId)) await record(txId);
     },
     acked: (txId) => void unacked.delete(txId),
@@ -505,7 +502,18 @@ function onMessage(s: TunnelState, conn: Conn, text: string): void {
   // either order), so that the first ack of a command is the one that counts.
   if (s.recordingAcks) return;
   s.recordingAcks = true;
-  setTimeout(() => s.track(recordAcks(s), 'tunnel acks'), ACK_WINDOW_MS);
+  s.ackWindow = setTimeout(() => recordAcksNow(s), ACK_WINDOW_MS);
+}
+
+/**
+ * Ends the acks' window: they are recorded at once. When a connection closes, so that a daemon that
+ * acked and dialled again is not sent what it acked (it would answer from its store all the same).
+ */
+function recordAcksNow(s: TunnelState): void {
+  if (s.ackWindow === null) return;
+  clearTimeout(s.ackWindow);
+  s.ackWindow = null;
+  s.track(recordAcks(s), 'tunnel acks');
 }
 
 /**
@@ -582,6 +590,7 @@ function onPong(s: TunnelState, conn: Conn): void {
  */
 function onClose(s: TunnelState, conn: Conn): void {
   conn.closed = true;
+  recordAcksNow(s);
   if (s.conns.get(conn.daemonId) === conn) s.conns.delete(conn.daemonId);
   s.track(
     (async () => {

@@ -69,6 +69,7 @@ export async function createTunnel(
     calls: null,
     acks: [],
     recordingAcks: false,
+    ackWindow: null,
     presence: createPresence(deps, instanceId),
     aclReads: new Map(),
     waitingOnOpen: waitingOnOpen(deps),
