@@ -110,6 +110,12 @@ export interface HubConfig {
    */
   outboxSentRecordMs: number;
   /**
+   * Acks nothing waits for wait this long for others, then are recorded together; an ack something
+   * waits for (`waitForAck`) is recorded at once, with those before it, and so are a closing
+   * connection's.
+   */
+  ackWindowMs: number;
+  /**
    * An event stream reads again at once when its run or realm changes (on any hub process); this
    * often at the least, in case a notification was lost.
    */
@@ -181,6 +187,7 @@ export const DEFAULT_HUB_CONFIG: HubConfig = {
   outboxScanMs: 2_000,
   outboxResendMs: 30_000,
   outboxSentRecordMs: 200,
+  ackWindowMs: 20,
   streamPollMs: 2_000,
   streamBatchMs: 10,
   dispatchTokenTtlMs: 5 * 60 * 1000,

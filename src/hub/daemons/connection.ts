@@ -54,8 +54,10 @@ export interface TunnelState {
   acks: { conn: Conn; ack: AckFrame }[];
   /** A batch of acks is being recorded: those arriving meanwhile make the next one. */
   recordingAcks: boolean;
-  /** The acks waiting for others (`ACK_WINDOW_MS`) before their batch is recorded. */
+  /** The acks waiting for others (`ackWindowMs`) before their batch is recorded. */
   ackWindow: NodeJS.Timeout | null;
+  /** Whether something waits for this command's ack (`waitForAck`, here or on another process). */
+  awaited(txId: string): boolean;
   /** Daemons' online/offline/last-seen writes (presence.ts). */
   presence: Presence;
   /** A realm's ACL being read for connections' hellos: connections that open together share it. */
@@ -497,17 +499,26 @@ function onMessage(s: TunnelState, conn: Conn, text: string): void {
     return;
   }
   s.acks.push({ conn, ack: frame });
-  // Acks that arrive within ACK_WINDOW_MS (from any daemon) are recorded in one statement, one batch
+  // Acks that arrive within `ackWindowMs` (from any daemon) are recorded in one statement, one batch
   // at a time in the order they arrived (two batches at once on two connections could commit in
-  // either order), so that the first ack of a command is the one that counts.
-  if (s.recordingAcks) return;
+  // either order), so that the first ack of a command is the one that counts. An ack that something
+  // waits for ends the window: it is recorded at the end of this turn, with those before it.
+  const awaited = s.awaited(frame.tx_id);
+  if (s.recordingAcks) {
+    if (awaited) recordAcksNow(s);
+    return;
+  }
   s.recordingAcks = true;
-  s.ackWindow = setTimeout(() => recordAcksNow(s), ACK_WINDOW_MS);
+  if (awaited) setImmediate(() => s.track(recordAcks(s), 'tunnel acks'));
+  else s.ackWindow = setTimeout(() => recordAcksNow(s), s.deps.config.ackWindowMs);
 }
 
 /**
- * Ends the acks' window: they are recorded at once. When a connection closes, so that a daemon that
- * acked and dialled again is not sent what it acked (it would answer from its store all the same).
+ * Ends the acks' window (`ackWindowMs`): they are recorded at once. Nothing on a run's way waits for
+ * that record (an offer's claim and a run's reports are calls of their own), so a busy hub records
+ * its acks in a few statements instead of one or two per run; an ack something waits for ends the
+ * window, and so does a closing connection, so that a daemon that acked and dialled again is not
+ * sent what it acked (it would answer from its store all the same).
  */
 function recordAcksNow(s: TunnelState): void {
   if (s.ackWindow === null) return;
@@ -515,14 +526,6 @@ function recordAcksNow(s: TunnelState): void {
   s.ackWindow = null;
   s.track(recordAcks(s), 'tunnel acks');
 }
-
-/**
- * How long an ack waits for others before they are recorded together. Nothing on a run's way waits
- * for the record (an offer's claim and a run's reports are calls of their own), and an operation
- * that waits for a daemon's answer (a workspace's registration) hardly sees it; a busy hub records
- * its acks in a few statements instead of one or two per run.
- */
-const ACK_WINDOW_MS = 20;
 
 async function recordAcks(s: TunnelState): Promise<void> {
   try {

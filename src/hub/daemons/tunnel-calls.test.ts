@@ -101,3 +101,59 @@ describe('hub operations called over the tunnel, and commands sent at commit', (
     );
   });
 });
+
+describe('acks recorded together: the window, and what ends it', () => {
+  let h: TestHub;
+  let w: World;
+  before(async () => {
+    // A window far longer than any test: an ack recorded within it was recorded by what ends it.
+    h = await startTestHub({ config: { ackWindowMs: 600_000 } });
+    w = await buildWorld(h);
+  });
+  after(async () => {
+    await h.close();
+  });
+
+  it('an ack that an operation waits for is recorded at once, with those that came before it', async () => {
+    const hub = h.running.hub;
+    const d = await connectDaemon(h.url, w.tokens.realm_token!);
+    try {
+      const unwatched = await sendCommand(hub, w.daemonId, 'teams/install', { n: 1 });
+      const watched = await sendCommand(hub, w.daemonId, 'teams/install', { n: 2 });
+      assert.equal((await d.next('command')).tx_id, unwatched);
+      assert.equal((await d.next('command')).tx_id, watched);
+      const answer = hub.tunnel.waitForAck(watched);
+      d.ack(unwatched, { reply: { n: 1 } });
+      d.ack(watched, { reply: { n: 2 } });
+      assert.deepEqual((await answer).reply, { n: 2 });
+      assert.equal((await loadCommand(hub.db, unwatched))?.status, 'acked');
+    } finally {
+      const offline = once(hub.tunnel.events, 'disconnected');
+      await d.close();
+      await offline;
+    }
+  });
+
+  it('a closing connection records its acks before its daemon goes offline', async () => {
+    const hub = h.running.hub;
+    const d = await connectDaemon(h.url, w.tokens.realm_token!);
+    const txId = await sendCommand(hub, w.daemonId, 'teams/install', { n: 3 });
+    assert.equal((await d.next('command')).tx_id, txId);
+    d.ack(txId);
+    const offline = once(hub.tunnel.events, 'disconnected');
+    await d.close();
+    await offline;
+    assert.equal((await loadCommand(hub.db, txId))?.status, 'acked');
+    // The daemon dials again: what it acked is not sent to it again.
+    const again = await connectDaemon(h.url, w.tokens.realm_token!);
+    try {
+      const next = await sendCommand(hub, w.daemonId, 'teams/install', { n: 4 });
+      assert.equal((await again.next('command')).tx_id, next);
+      again.ack(next);
+    } finally {
+      const gone = once(hub.tunnel.events, 'disconnected');
+      await again.close();
+      await gone;
+    }
+  });
+});

@@ -70,6 +70,7 @@ export async function createTunnel(
     acks: [],
     recordingAcks: false,
     ackWindow: null,
+    awaited: (txId) => waiters.has(txId) || watched.has(txId),
     presence: createPresence(deps, instanceId),
     aclReads: new Map(),
     waitingOnOpen: waitingOnOpen(deps),
