@@ -155,25 +155,35 @@ describe('two hub processes on one database: the cluster bus', {
 
   it('a command sent from its notice and acked at once is not recorded as sent: its ack is its one write', async () => {
     const c = await connectToB();
+    // The connection's first command signs its dispatch token (through the outbox). B sends from a
+    // notice only once that delivery is over: until then a command goes through the outbox too,
+    // whose delivery records it as sent as it takes it.
+    const fromItsNotice = () =>
+      until('B sending from notices', async () => B().tunnel.canSendNow(w.daemonId));
     const first = await sendCommand(A(), w.daemonId, 'hug/deliver', { review_id: 'a0', message: {} });
     assert.equal((await c.next('command', 5_000)).tx_id, first);
     c.ack(first);
+    await fromItsNotice();
     const acked = await sendCommand(A(), w.daemonId, 'hug/deliver', { review_id: 'a1', message: {} });
     assert.equal((await c.next('command', 5_000)).tx_id, acked);
     c.ack(acked);
     await until('the ack recorded', async () => (await loadCommand(A().db, acked))?.status === 'acked');
     // Sent after it and never acked: once this one is recorded as sent, the acked one's record
     // would have been made too, had it been due.
+    await fromItsNotice();
     const unacked = await sendCommand(A(), w.daemonId, 'hug/deliver', { review_id: 'a2', message: {} });
-    assert.equal((await c.next('command', 5_000)).tx_id, unacked);
-    await until('the unacked command recorded as sent', async () => {
-      return (await loadCommand(A().db, unacked))?.last_sent_at !== null;
-    });
-    const row = await loadCommand(A().db, acked);
-    assert.equal(row?.status, 'acked');
-    assert.equal(row?.last_sent_at, null);
-    assert.equal(row?.attempts, 0);
-    c.ack(unacked);
+    try {
+      assert.equal((await c.next('command', 5_000)).tx_id, unacked);
+      await until('the unacked command recorded as sent', async () => {
+        return (await loadCommand(A().db, unacked))?.last_sent_at !== null;
+      });
+      const row = await loadCommand(A().db, acked);
+      assert.equal(row?.status, 'acked');
+      assert.equal(row?.last_sent_at, null);
+      assert.equal(row?.attempts, 0);
+    } finally {
+      c.ack(unacked);
+    }
   });
 
   it('a command too large for a notice goes through the outbox, recorded as sent once', async () => {
