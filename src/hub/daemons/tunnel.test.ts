@@ -606,7 +606,9 @@ describe('daemon tunnel', () => {
           { daemonId: w.daemonId, connectionId: 'conn-newer' },
         ],
         1_234,
-        'instance-group',
+        // This running process: another's, with no row in hub_instances, would be an orphan that
+        // the stale-instance pass marks offline under the test's feet.
+        hub().tunnel.instanceId,
       ),
     );
     const rows = await db
@@ -622,7 +624,7 @@ describe('daemon tunnel', () => {
         id: w.daemonId,
         status: 'online',
         connection_id: 'conn-newer',
-        hub_instance_id: 'instance-group',
+        hub_instance_id: hub().tunnel.instanceId,
         last_seen_at: 1_234,
       },
     );
@@ -647,7 +649,8 @@ describe('daemon tunnel', () => {
     const on = (id: string, connection: string) =>
       db
         .updateTable('daemons')
-        .set({ status: 'online', connection_id: connection, hub_instance_id: 'instance-off' })
+        // This running process, as above: not an orphan for the stale-instance pass.
+        .set({ status: 'online', connection_id: connection, hub_instance_id: hub().tunnel.instanceId })
         .where('id', '=', id)
         .execute();
     await on(a!, 'a-current');
