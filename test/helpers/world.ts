@@ -124,3 +124,29 @@ export async function buildWorld(h: TestHub): Promise<World> {
 }
 
 export const uniq = () => `${Date.now().toString(36)}${(++counter).toString(36)}`;
+
+/**
+ * A channel of the realm that the hub refuses to call (a private address) and a rule sending it each
+ * of `events`: their deliveries are written, and with them the events (`events`), but none is sent.
+ */
+export async function notifiedOf(
+  h: TestHub,
+  realmId: string,
+  events: readonly string[],
+): Promise<{ channelId: string; ruleIds: string[] }> {
+  const channel = await h.ok('notification_channels/new', {
+    realm_id: realmId,
+    name: `events-${uniq()}`,
+    destinations: [{ type: 'webhook', webhook_url: 'http://127.0.0.1:9/events' }],
+  });
+  const ruleIds: string[] = [];
+  for (const event of events) {
+    const rule = await h.ok('realms/new_notification_rule', {
+      realm_id: realmId,
+      event,
+      channel_ids: [channel.data.id],
+    });
+    ruleIds.push(rule.data.id);
+  }
+  return { channelId: channel.data.id, ruleIds };
+}

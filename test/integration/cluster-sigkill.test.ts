@@ -95,6 +95,18 @@ describe('three hub processes on one database, one killed mid-run (SIGKILL)', {
     };
     const org = await ok(0, 'orgs/new', { slug: 'cluster', owner: { email: 'owner@cluster.test' } });
     const realmId: string = (await ok(1, 'realms/list', { org_id: org.org.id }))[0].id;
+    // A rule sends the organization's disconnections to a channel (which the hubs refuse to call, a
+    // private address), so that each is written to `events` with its delivery.
+    const channel = await ok(2, 'notification_channels/new', {
+      org_id: org.org.id,
+      name: 'presence',
+      destinations: [{ type: 'webhook', webhook_url: 'http://127.0.0.1:9/presence' }],
+    });
+    await ok(0, 'realms/new_notification_rule', {
+      org_id: org.org.id,
+      event: 'daemon.disconnected',
+      channel_ids: [channel.id],
+    });
     // The agent notes that it ran, then works until the test opens the gate.
     const script = agents.write(
       'worker',

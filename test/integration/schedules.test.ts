@@ -5,7 +5,7 @@ import { TEST_DB } from '../helpers/db.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { registerTeam } from '../helpers/runs.js';
 import { until } from '../helpers/until.js';
-import { buildWorld, type World } from '../helpers/world.js';
+import { buildWorld, notifiedOf, type World } from '../helpers/world.js';
 
 /**
  * Schedules (CONTRACT.md §10) on one database, with no daemon: runs stay queued, so the overlap
@@ -123,29 +123,20 @@ describe('schedules', () => {
   });
 
   it('schedule.fired is an event kind a notification rule can use', async () => {
-    const channel = await h.ok('notification_channels/new', {
-      realm_id: w.realmId,
-      name: 'fired',
-      destinations: [{ type: 'webhook', webhook_url: 'http://127.0.0.1:9/fired' }],
-    });
-    await h.ok('realms/new_notification_rule', {
-      realm_id: w.realmId,
-      event: 'schedule.fired',
-      channel_ids: [channel.data.id],
-    });
+    const { channelId } = await notifiedOf(h, w.realmId, ['schedule.fired']);
     const s = (await h.ok('schedules/new', { realm_id: w.realmId, team: 'tick-team', cron: '0 0 1 1 *' }))
       .data;
     const run = (await h.ok('schedules/trigger', { id: s.id })).data;
     const deliveries = await h.running.hub.db
       .selectFrom('notification_deliveries')
       .select(['event_type', 'body'])
-      .where('channel_id', '=', channel.data.id)
+      .where('channel_id', '=', channelId)
       .execute();
     assert.equal(deliveries.length, 1);
     assert.equal(deliveries[0]!.event_type, 'schedule.fired');
     assert.equal(deliveries[0]!.body.includes(run.run_id), true);
     await h.ok('schedules/remove', { id: s.id });
-    await h.ok('notification_channels/remove', { id: channel.data.id });
+    await h.ok('notification_channels/remove', { id: channelId });
   });
 
   it('schedules/trigger starts one run now, with the schedule as its actor', async () => {

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { signBody } from '../../src/hub/notifications/signing.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { registerTeam } from '../helpers/runs.js';
-import { buildWorld, type World } from '../helpers/world.js';
+import { buildWorld, notifiedOf, type World } from '../helpers/world.js';
 
 /** Incoming webhooks (CONTRACT.md §10): signed deliveries start runs; anything else starts nothing. */
 describe('triggers', () => {
@@ -78,16 +78,7 @@ describe('triggers', () => {
   });
 
   it('a good signature starts a run with the payload as inputs.event, and trigger.received', async () => {
-    const channel = await h.ok('notification_channels/new', {
-      realm_id: w.realmId,
-      name: 'received',
-      destinations: [{ type: 'webhook', webhook_url: 'http://127.0.0.1:9/received' }],
-    });
-    await h.ok('realms/new_notification_rule', {
-      realm_id: w.realmId,
-      event: 'trigger.received',
-      channel_ids: [channel.data.id],
-    });
+    const { channelId } = await notifiedOf(h, w.realmId, ['trigger.received']);
     const body = JSON.stringify({ ref: 'refs/heads/main', commits: [1, 2] });
     const r = await deliver(body);
     assert.equal(r.status, 201, JSON.stringify(r.body));
@@ -100,10 +91,10 @@ describe('triggers', () => {
     const notified = await h.running.hub.db
       .selectFrom('notification_deliveries')
       .select('event_type')
-      .where('channel_id', '=', channel.data.id)
+      .where('channel_id', '=', channelId)
       .execute();
     assert.deepEqual(notified, [{ event_type: 'trigger.received' }]);
-    await h.ok('notification_channels/remove', { id: channel.data.id });
+    await h.ok('notification_channels/remove', { id: channelId });
   });
 
   it('bad, missing and stale signatures, and unknown triggers, answer 401 and start nothing', async () => {

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { TEST_DB } from '../../../test/helpers/db.js';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { connectDaemon } from '../../../test/helpers/tunnel-client.js';
-import { buildWorld, type World } from '../../../test/helpers/world.js';
+import { buildWorld, notifiedOf, type World } from '../../../test/helpers/world.js';
 import type { Hub } from '../context.js';
 import type { RunningHub } from '../server.js';
 import { reapStaleInstances } from './presence.js';
@@ -33,6 +33,9 @@ describe('hub presence: the daemons of a hub process that died go offline', () =
       second = await h.startAnother({ config: { instanceHeartbeatMs: 3_600_000, instanceStaleMs: 1_000 } });
     }
     w = await buildWorld(h);
+    // Events are written when they cause a delivery: a rule sends the realm's disconnections to a
+    // channel, which the hub refuses to call (a private address).
+    await notifiedOf(h, w.realmId, ['daemon.disconnected']);
   });
   after(async () => {
     await second?.close();

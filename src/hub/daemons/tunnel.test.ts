@@ -12,7 +12,7 @@ import {
   type TunnelClient,
   tunnelUrl,
 } from '../../../test/helpers/tunnel-client.js';
-import { buildWorld, createOrgWithOwner, type World } from '../../../test/helpers/world.js';
+import { buildWorld, createOrgWithOwner, notifiedOf, type World } from '../../../test/helpers/world.js';
 import { CommandFrame, HelloFrame, SERVICE_RESTART } from '../../shared/protocol.js';
 import { mintToken } from '../../shared/tokens.js';
 import { aclChanged } from './acl.js';
@@ -392,90 +392,124 @@ describe('daemon tunnel', () => {
     await hub().tunnel.waitForAck(tx);
   });
 
+  /**
+   * Rules that send the realm's daemon.connected and daemon.disconnected events to a channel, for the
+   * length of `body`: an event is written to `events` only when it causes a delivery.
+   */
+  const withPresenceRules = async (body: () => Promise<void>) => {
+    const { channelId, ruleIds } = await notifiedOf(h, w.realmId, [
+      'daemon.connected',
+      'daemon.disconnected',
+    ]);
+    try {
+      await body();
+    } finally {
+      for (const id of ruleIds) await h.ok('realms/remove_notification_rules', { id });
+      await h.ok('notification_channels/remove', { id: channelId });
+    }
+  };
+  /** The events recorded for these daemons, with how many deliveries point at each. */
+  const presenceEvents = async (daemonIds: string[]) =>
+    hub()
+      .db.selectFrom('events as e')
+      .leftJoin('notification_deliveries as d', 'd.event_id', 'e.id')
+      .select(['e.id', 'e.type', 'e.realm_id', 'e.org_id', 'e.payload', 'e.created_at'])
+      .select((eb) => eb.fn.count<number | string>('d.id').as('deliveries'))
+      .where('e.subject_id', 'in', daemonIds)
+      .groupBy(['e.id', 'e.type', 'e.realm_id', 'e.org_id', 'e.payload', 'e.created_at'])
+      .orderBy('e.created_at')
+      .orderBy('e.id')
+      .execute();
+
   it('tracks online/offline, last_seen_at and daemon.connected/disconnected events', async () => {
-    const t0 = Date.now();
-    // Only this connection's events: an earlier test's close may still be recording its own.
-    const events = async () =>
-      (
-        await hub()
-          .db.selectFrom('events')
-          .select(['type', 'realm_id', 'org_id', 'payload'])
-          .where('subject_id', '=', w.daemonId)
-          .orderBy('created_at')
-          .orderBy('id')
-          .execute()
-      )
-        .filter((e) => JSON.parse(e.payload).connection_id === connectionId)
-        .map(({ payload, ...e }) => e);
+    await withPresenceRules(async () => {
+      const t0 = Date.now();
+      // Only this connection's events: an earlier test's close may still be recording its own.
+      const events = async () =>
+        (await presenceEvents([w.daemonId]))
+          .filter((e) => JSON.parse(e.payload).connection_id === connectionId)
+          .map((e) => ({
+            type: e.type,
+            realm_id: e.realm_id,
+            org_id: e.org_id,
+            deliveries: Number(e.deliveries),
+          }));
+      const connected = once(hub().tunnel.events, 'connected');
+      const c = await connect();
+      const connectionId = ((await connected)[0] as { connection_id: string }).connection_id;
+      const on = await h.ok('daemons/get', { id: w.daemonId });
+      assert.equal(on.data.status, 'online');
+      assert.ok(on.data.last_seen_at >= t0);
+      assert.equal(hub().tunnel.isConnected(w.daemonId), true);
+      await disconnect(c);
+      const off = await h.ok('daemons/get', { id: w.daemonId });
+      assert.equal(off.data.status, 'offline');
+      assert.ok(off.data.last_seen_at >= on.data.last_seen_at);
+      assert.equal(hub().tunnel.isConnected(w.daemonId), false);
+      assert.deepEqual(await events(), [
+        { type: 'daemon.connected', realm_id: w.realmId, org_id: w.orgId, deliveries: 1 },
+        { type: 'daemon.disconnected', realm_id: w.realmId, org_id: w.orgId, deliveries: 1 },
+      ]);
+    });
+  });
+
+  it('writes no event row for a connection no rule notifies anyone of', async () => {
     const connected = once(hub().tunnel.events, 'connected');
     const c = await connect();
     const connectionId = ((await connected)[0] as { connection_id: string }).connection_id;
-    const on = await h.ok('daemons/get', { id: w.daemonId });
-    assert.equal(on.data.status, 'online');
-    assert.ok(on.data.last_seen_at >= t0);
-    assert.equal(hub().tunnel.isConnected(w.daemonId), true);
     await disconnect(c);
-    const off = await h.ok('daemons/get', { id: w.daemonId });
-    assert.equal(off.data.status, 'offline');
-    assert.ok(off.data.last_seen_at >= on.data.last_seen_at);
-    assert.equal(hub().tunnel.isConnected(w.daemonId), false);
-    assert.deepEqual(await events(), [
-      { type: 'daemon.connected', realm_id: w.realmId, org_id: w.orgId },
-      { type: 'daemon.disconnected', realm_id: w.realmId, org_id: w.orgId },
-    ]);
+    const mine = (await presenceEvents([w.daemonId])).filter(
+      (e) => JSON.parse(e.payload).connection_id === connectionId,
+    );
+    assert.deepEqual(mine, []);
+    // The daemon's row is the record of its presence.
+    const d = await h.ok('daemons/get', { id: w.daemonId });
+    assert.equal(d.data.status, 'offline');
   });
 
   it('many daemons connecting and leaving at once are each online, greeted and offline, with their events', async () => {
-    const n = 40;
-    const made = await Promise.all(
-      Array.from({ length: n }, (_, i) =>
-        h.ok('realms/create_daemon_token', { realm_id: w.realmId, name: `crowd-${i}` }),
-      ),
-    );
-    const ids = made.map((m) => m.data.daemon_id as string);
-    const crowd = await Promise.all(made.map((m) => connectDaemon(h.url, m.data.token)));
-    const hellos = crowd.map((c) => c.hello);
-    assert.deepEqual(
-      hellos.map((x) => x.daemon_id),
-      ids,
-    );
-    // Every hello carries the realm's ACL (read once for the connections greeted together).
-    for (const x of hellos) assert.deepEqual(x.acl, hellos[0]!.acl);
-    assert.ok(hellos[0]!.acl.length > 0);
-    const status = async () =>
-      (await hub().db.selectFrom('daemons').select(['id', 'status']).where('id', 'in', ids).execute()).map(
-        (d) => d.status,
+    await withPresenceRules(async () => {
+      const n = 40;
+      const made = await Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          h.ok('realms/create_daemon_token', { realm_id: w.realmId, name: `crowd-${i}` }),
+        ),
       );
-    assert.deepEqual(await status(), Array(n).fill('online'));
+      const ids = made.map((m) => m.data.daemon_id as string);
+      const crowd = await Promise.all(made.map((m) => connectDaemon(h.url, m.data.token)));
+      const hellos = crowd.map((c) => c.hello);
+      assert.deepEqual(
+        hellos.map((x) => x.daemon_id),
+        ids,
+      );
+      // Every hello carries the realm's ACL (read once for the connections greeted together).
+      for (const x of hellos) assert.deepEqual(x.acl, hellos[0]!.acl);
+      assert.ok(hellos[0]!.acl.length > 0);
+      const status = async () =>
+        (await hub().db.selectFrom('daemons').select(['id', 'status']).where('id', 'in', ids).execute()).map(
+          (d) => d.status,
+        );
+      assert.deepEqual(await status(), Array(n).fill('online'));
 
-    const gone = new Set<string>();
-    const allOffline = new Promise<void>((resolve) => {
-      const seen = (e: { daemon_id: string }) => {
-        if (ids.includes(e.daemon_id)) gone.add(e.daemon_id);
-        if (gone.size === n) {
-          hub().tunnel.events.off('disconnected', seen);
-          resolve();
-        }
-      };
-      hub().tunnel.events.on('disconnected', seen);
+      const gone = new Set<string>();
+      const allOffline = new Promise<void>((resolve) => {
+        const seen = (e: { daemon_id: string }) => {
+          if (ids.includes(e.daemon_id)) gone.add(e.daemon_id);
+          if (gone.size === n) {
+            hub().tunnel.events.off('disconnected', seen);
+            resolve();
+          }
+        };
+        hub().tunnel.events.on('disconnected', seen);
+      });
+      await Promise.all(crowd.map((c) => c.close()));
+      await allOffline;
+      assert.deepEqual(await status(), Array(n).fill('offline'));
+      const events = await presenceEvents(ids);
+      const count = (type: string) => events.filter((e) => e.type === type).length;
+      assert.deepEqual([count('daemon.connected'), count('daemon.disconnected')], [n, n]);
+      assert.ok(events.every((e) => Number(e.deliveries) === 1));
     });
-    await Promise.all(crowd.map((c) => c.close()));
-    await allOffline;
-    assert.deepEqual(await status(), Array(n).fill('offline'));
-    const counts = await hub()
-      .db.selectFrom('events')
-      .select(['type', (eb) => eb.fn.countAll<number | string>().as('n')])
-      .where('subject_id', 'in', ids)
-      .groupBy('type')
-      .orderBy('type')
-      .execute();
-    assert.deepEqual(
-      counts.map((c) => [c.type, Number(c.n)]),
-      [
-        ['daemon.connected', n],
-        ['daemon.disconnected', n],
-      ],
-    );
   });
 
   it('redelivers unacked commands after the hub process is replaced, with the same dispatch key', async () => {
@@ -731,7 +765,9 @@ describe('daemon tunnel, when the hub cannot record a connection', () => {
   it('closes it with 1011 instead of leaving the daemon waiting for a hello', async () => {
     const org = await createOrgWithOwner(h, 'broken');
     const dt = await h.ok('realms/create_daemon_token', { realm_id: org.defaultRealmId, name: 'stranded' });
-    // The daemon.connected event can no longer be written: the presence transaction fails.
+    // A rule sends the realm's daemon.connected events to a channel, and the event can no longer be
+    // written: the presence transaction fails.
+    await notifiedOf(h, org.defaultRealmId, ['daemon.connected']);
     await sql`drop table events${sql.raw(h.running.hub.dialect === 'postgres' ? ' cascade' : '')}`.execute(
       h.running.hub.db,
     );

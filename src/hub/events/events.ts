@@ -18,28 +18,25 @@ export interface HubEvent {
 /**
  * The hub's events (invite.sent, daemon.connected, run.*): each is matched against the notification
  * rules in the transaction of the change that caused it, and its deliveries are written there
- * (src/hub/notifications/outbox.ts), so a committed change never loses its notifications. Events are
- * recorded in `events` with them; those of a run's history only when they caused a delivery (the
- * run's history is their record, and a run makes several), see `recordEvents`.
+ * (src/hub/notifications/outbox.ts), so a committed change never loses its notifications. An event is
+ * written to `events` only when it caused a delivery: the deliveries point at it, and nothing else
+ * reads it. The change itself is the record of the others (a run's history, a daemon's row, an
+ * invite), and a reconnect storm or a busy hub would otherwise write a row per daemon and per step
+ * that retention removes unread.
  */
 export async function recordEvent(db: Kysely<DB>, ids: EventContext, e: HubEvent): Promise<void> {
   await recordEvents(db, ids, [e]);
 }
 
-/**
- * Several events at once (one statement for the events, one lookup of rules per kind of event).
- * `onlyDelivered`: only the events that caused a delivery are written to `events` (a run's history
- * entries, which the history records already).
- */
+/** Several events at once (one statement for the events, one lookup of rules per kind of event). */
 export async function recordEvents(
   db: Kysely<DB>,
   ids: EventContext,
   events: readonly HubEvent[],
-  opts: { onlyDelivered?: boolean } = {},
 ): Promise<void> {
   if (events.length === 0) return;
   // The events and their deliveries are written together even when the caller has no transaction.
-  if (!db.isTransaction) return db.transaction().execute((trx) => recordEvents(trx, ids, events, opts));
+  if (!db.isTransaction) return db.transaction().execute((trx) => recordEvents(trx, ids, events));
   const createdAt = ids.now();
   const rows: RecordedEvent[] = events.map((e) => ({
     id: ids.newId(),
@@ -52,7 +49,7 @@ export async function recordEvents(
   }));
   // The event bus: matching notification rules become outbox rows in this same transaction.
   const delivered = await enqueueEventDeliveries(db, ids, rows);
-  const kept = opts.onlyDelivered ? rows.filter((r) => delivered.has(r.id)) : rows;
+  const kept = rows.filter((r) => delivered.has(r.id));
   if (kept.length === 0) return;
   // Nothing reads them back in the transaction: on PostgreSQL, inTx sends them with its other kept
   // writes, in one statement before the commit (src/hub/cluster/bus.ts).

@@ -445,7 +445,7 @@ describe('notification delivery', () => {
     assert.match(body.text, /Run run-1 ended: succeeded/);
   });
 
-  it("a run's history events are kept in `events` only when they caused a delivery, which points at them", async () => {
+  it('events are kept in `events` only when they caused a delivery, which points at them', async () => {
     const hub = h.running.hub;
     await h.ok('settings/remove', { key: 'notifications.allow_private_destinations' }); // nothing is sent
     const ch = await newChannel([{ type: 'webhook', webhook_url: 'https://hooks.example.com/y' }]);
@@ -465,7 +465,7 @@ describe('notification delivery', () => {
     await hub.db
       .transaction()
       .execute((trx) =>
-        recordEvents(trx, hub, [event('run.lost'), event('run.started')], { onlyDelivered: true }),
+        recordEvents(trx, hub, [event('run.lost'), event('run.started'), event('daemon.connected')]),
       );
     const kept = await hub.db
       .selectFrom('events')
@@ -482,11 +482,5 @@ describe('notification delivery', () => {
       .where('channel_id', '=', ch.id)
       .execute();
     assert.equal(d?.event_id, kept[0]!.id);
-    // Other events are all kept, delivered or not.
-    await hub.db.transaction().execute((trx) => recordEvents(trx, hub, [event('run.started')]));
-    assert.equal(
-      (await hub.db.selectFrom('events').select('id').where('subject_id', '=', subject).execute()).length,
-      2,
-    );
   });
 });

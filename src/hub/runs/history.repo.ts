@@ -104,8 +104,6 @@ export async function addHistories(
         },
       };
     }),
-    // The history is their record: `events` keeps those that caused a notification.
-    { onlyDelivered: true },
   );
 }
 
