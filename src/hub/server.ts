@@ -26,7 +26,7 @@ import { registerConsole } from './console.js';
 import { DEFAULT_HUB_CONFIG, type Hub, type HubConfig } from './context.js';
 import { createOnlineCache } from './daemons/online-cache.js';
 import { createTunnel } from './daemons/tunnel.js';
-import { createRulesCache } from './notifications/rules-cache.js';
+import { createRulesCache, RULES_CACHE_MS } from './notifications/rules-cache.js';
 import { startDeliveryWorker } from './notifications/worker.js';
 import { hubOps } from './ops.js';
 import { createMailer } from './orgs/mailer.js';
@@ -131,8 +131,8 @@ export async function startHub(opts: StartHubOptions): Promise<RunningHub> {
     // daemons on other processes are cached; the handle's plugins clear each cache on the writes
     // that matter to it.
     const access = createAccessCache();
-    const rules = createRulesCache();
-    // The catalog's answers in use are read again in the background through the hub's handle.
+    // The rules and the catalog's answers in use are read again in the background through the hub's handle.
+    const rules = createRulesCache(RULES_CACHE_MS, Date.now, () => base.db);
     const catalog = createCatalogCache(CATALOG_CACHE_MS, Date.now, () => base.db);
     const daemonsOnline = createOnlineCache();
     // The scheduler wakes when a schedule is written through this process.

@@ -1,16 +1,19 @@
 import type { Kysely, KyselyPlugin } from 'kysely';
 import type { DB } from '../../db/index.js';
-import { clearOnWrite } from '../../db/watch-writes.js';
+import { clearOnWrite, keptAnswers } from '../../db/watch-writes.js';
 
 /**
  * The notification rules of an organization, read once and kept for at most `ttlMs`: every event
  * (a run's history entry is one) asks which rules match it, and rules change seldom.
  *
- * Invalidation sits beside the cache, as for the access cache: the hub's database handle carries
- * `watch`, which clears it after any write to the rules or their channels, so a change made through
- * this process applies to its next event; one made through another hub process, within `ttlMs` (one
- * second). Which channels are enabled, and who may still hear a personal channel, is read for each
- * event that matches, not cached.
+ * Invalidation sits beside the cache, as for the access and catalog caches: the hub's database
+ * handle carries `watch`, which clears it after any write to the rules or their channels, so a change
+ * made through this process applies to its next event; one made through another hub process, within
+ * `ttlMs` (one second). A read that began before a clear does not keep its answer. With
+ * `renewThrough` (the hub's own handle), rules asked for past half their time are answered and read
+ * again in the background, so that an organization's events do not wait for that read once a second.
+ * Which channels are enabled, and who may still hear a personal channel, is read for each event that
+ * matches, not cached.
  */
 export interface RulesCache {
   /** The organization's rules with their channels (from `db`, the caller's transaction, on a miss). */
@@ -28,23 +31,20 @@ export interface OrgRule {
 }
 
 export const RULES_CACHE_MS = 1_000;
-/** Organizations kept; a full map starts again empty (a bound on memory, not an LRU). */
+/** Organizations kept; a full cache starts again empty (a bound on memory, not an LRU). */
 const MAX_ORGS = 10_000;
 
-export function createRulesCache(ttlMs: number = RULES_CACHE_MS, clock: () => number = Date.now): RulesCache {
-  const orgs = new Map<string, { rules: readonly OrgRule[]; until: number }>();
-  const clear = () => orgs.clear();
+export function createRulesCache(
+  ttlMs: number = RULES_CACHE_MS,
+  clock: () => number = Date.now,
+  renewThrough?: () => Kysely<DB>,
+): RulesCache {
+  const kept = keptAnswers(ttlMs, clock, MAX_ORGS);
   return {
-    async rulesOf(db, orgId) {
-      const hit = orgs.get(orgId);
-      if (hit && hit.until > clock()) return hit.rules;
-      const rules = await readRules(db, orgId);
-      if (orgs.size >= MAX_ORGS) orgs.clear();
-      orgs.set(orgId, { rules, until: clock() + ttlMs });
-      return rules;
-    },
-    clear,
-    watch: clearOnWrite({ notification_rules: null, notification_rule_channels: null }, clear),
+    rulesOf: (db, orgId) =>
+      kept.get(orgId, () => readRules(db, orgId), renewThrough && (() => readRules(renewThrough(), orgId))),
+    clear: kept.clear,
+    watch: clearOnWrite({ notification_rules: null, notification_rule_channels: null }, kept.clear),
   };
 }
 
