@@ -123,11 +123,17 @@ export async function buildWorld(h: TestHub): Promise<World> {
   };
 }
 
+/** Hub config under which a channel stays enabled whatever its failures (see `notifiedOf`). */
+export const KEEPS_REFUSED_CHANNELS = { notifyDisableAfter: Number.MAX_SAFE_INTEGER } as const;
+
 export const uniq = () => `${Date.now().toString(36)}${(++counter).toString(36)}`;
 
 /**
  * A channel of the realm that the hub refuses to call (a private address) and a rule sending it each
  * of `events`: their deliveries are written, and with them the events (`events`), but none is sent.
+ * Each refusal is a failed delivery, and the hub disables a channel after `notifyDisableAfter` of
+ * them in a row: a test that sends more events than that through it starts its hub with
+ * `KEEPS_REFUSED_CHANNELS`, or the later events would find the channel disabled and not be written.
  */
 export async function notifiedOf(
   h: TestHub,

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { TEST_DB } from '../../../test/helpers/db.js';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { connectDaemon } from '../../../test/helpers/tunnel-client.js';
-import { buildWorld, notifiedOf, type World } from '../../../test/helpers/world.js';
+import { buildWorld, KEEPS_REFUSED_CHANNELS, notifiedOf, type World } from '../../../test/helpers/world.js';
 import type { Hub } from '../context.js';
 import type { RunningHub } from '../server.js';
 import { reapStaleInstances } from './presence.js';
@@ -27,10 +27,14 @@ describe('hub presence: the daemons of a hub process that died go offline', () =
   const other = (): Hub => second?.hub ?? hub();
 
   before(async () => {
-    h = await startTestHub({ config: { instanceHeartbeatMs: 50, instanceStaleMs: 1_000 } });
+    h = await startTestHub({
+      config: { instanceHeartbeatMs: 50, instanceStaleMs: 1_000, ...KEEPS_REFUSED_CHANNELS },
+    });
     if (TEST_DB === 'postgres') {
       // Its timers are off: the test drives its pass.
-      second = await h.startAnother({ config: { instanceHeartbeatMs: 3_600_000, instanceStaleMs: 1_000 } });
+      second = await h.startAnother({
+        config: { instanceHeartbeatMs: 3_600_000, instanceStaleMs: 1_000, ...KEEPS_REFUSED_CHANNELS },
+      });
     }
     w = await buildWorld(h);
     // Events are written when they cause a delivery: a rule sends the realm's disconnections to a

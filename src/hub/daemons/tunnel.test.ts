@@ -12,7 +12,13 @@ import {
   type TunnelClient,
   tunnelUrl,
 } from '../../../test/helpers/tunnel-client.js';
-import { buildWorld, createOrgWithOwner, notifiedOf, type World } from '../../../test/helpers/world.js';
+import {
+  buildWorld,
+  createOrgWithOwner,
+  KEEPS_REFUSED_CHANNELS,
+  notifiedOf,
+  type World,
+} from '../../../test/helpers/world.js';
 import { CommandFrame, HelloFrame, SERVICE_RESTART } from '../../shared/protocol.js';
 import { mintToken } from '../../shared/tokens.js';
 import { aclChanged } from './acl.js';
@@ -39,7 +45,7 @@ describe('daemon tunnel', () => {
   };
 
   before(async () => {
-    h = await startTestHub({ config: { outboxScanMs: 50 } });
+    h = await startTestHub({ config: { outboxScanMs: 50, ...KEEPS_REFUSED_CHANNELS } });
     w = await buildWorld(h);
   });
   afterEach(async () => {
