@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
  * - The native one (native/spawner.c, built where a C compiler is found) starts agents with
  *   `posix_spawn`, which does not copy page tables at all (glibc's is a `vfork`). On the virtual
  *   machines this was measured on, where a fork costs several milliseconds even from a small
- *   process, that halves an agent's start (docs/benchmarks.md). Binary frames over its stdin and
+ *   process, that halves an agent's start (docs/benchmarks-record.md). Binary frames over its stdin and
  *   stdout.
  * - The Node one, a bare `node -e` with no modules of svc, where the native one was not built
  *   (Windows, or no compiler) or where it cannot start or ends before its first message (built for
