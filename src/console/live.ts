@@ -1,14 +1,16 @@
 /**
  * Live data (docs/console.md "Live updates"). With a `stream` (a run's or a realm's server-sent
- * events, CONTRACT.md §14), a load runs at once and again each time the hub pushes a change (changes
- * close together load once); nothing polls. Without one, or while the stream cannot be opened, a load
- * runs again `intervalMs` after the previous one finished. Either way never two loads at a time, paused
- * while the tab is hidden and run at once when it shows again. A change during a load runs one more
- * load after it, rather than aborting it: changes arriving faster than a slow hub answers would
- * otherwise abort every load and never show anything.
+ * events, CONTRACT.md §14), a load runs at once and again when the hub pushes a change it `wakes` on
+ * (by default every event; changes close together load once, at most every `SETTLE_MS`); nothing
+ * polls. Data an event carries itself (a log line) is handed to `onEvent` instead of loaded again, so
+ * a page follows a busy run with a handful of requests. Without a stream, or while it cannot be
+ * opened, a load runs again `intervalMs` after the previous one finished. Either way never two loads
+ * at a time, paused while the tab is hidden and run at once when it shows again. A change during a
+ * load runs one more load after it, rather than aborting it: changes arriving faster than a slow hub
+ * answers would otherwise abort every load and never show anything.
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { followEvents } from '../shared/api/event-stream.js';
+import { followEvents, type StreamEvent } from '../shared/api/event-stream.js';
 import { ApiError, session } from './api.js';
 
 /** A run's event stream (its state, history and log lines), for `useLive`'s `stream`. */
@@ -16,8 +18,17 @@ export const runEvents = (runId: string) => `/v1/runs/${encodeURIComponent(runId
 /** A realm's event stream (the state of each of its runs that changes). */
 export const realmEvents = (realmId: string) => `/v1/realms/${encodeURIComponent(realmId)}/events`;
 
-/** Changes pushed within this long of each other cause one load. */
+/** Changes pushed within this long of the first cause one load. */
 const SETTLE_MS = 150;
+
+/** A stream to follow (`useLive`): its path, which of its events load again, and what it carries. */
+export interface LiveStream {
+  path: string;
+  /** Whether an event loads again (default: every event). */
+  wakes?(e: StreamEvent): boolean;
+  /** Each event as it comes, woken or not (while the tab is hidden too). */
+  onEvent?(e: StreamEvent): void;
+}
 
 interface Shared {
   listeners: Set<Listener>;
@@ -26,7 +37,7 @@ interface Shared {
   open: boolean;
 }
 interface Listener {
-  change(): void;
+  change(e: StreamEvent): void;
   state(open: boolean): void;
 }
 /** One connection per stream path, shared by every component that follows it. */
@@ -44,8 +55,8 @@ function subscribe(path: string, l: Listener): () => void {
       token: session.token(),
       signal: shared.stop.signal,
       onOpen: () => tell(true),
-      onEvent() {
-        for (const x of shared.listeners) x.change();
+      onEvent(e) {
+        for (const x of shared.listeners) x.change(e);
         return false;
       },
     })
@@ -82,8 +93,13 @@ export function useLive<T>(
   load: (signal: AbortSignal) => Promise<T>,
   deps: readonly unknown[],
   intervalMs: number | null,
-  stream: string | null = null,
+  stream: string | LiveStream | null = null,
 ): Live<T> {
+  const follow: LiveStream | null = typeof stream === 'string' ? { path: stream } : stream;
+  const path = follow?.path ?? null;
+  // The stream's callbacks as of the last render (a new object each render must not reopen it).
+  const followRef = useRef(follow);
+  followRef.current = follow;
   const [data, setData] = useState<T | undefined>(undefined);
   const [error, setError] = useState<ApiError | null>(null);
   const [loading, setLoading] = useState(true);
@@ -104,9 +120,12 @@ export function useLive<T>(
     let ctl: AbortController | null = null;
     /** A change came during the load in flight: load again once it is done. */
     let again = false;
+    /** A change's load is due `SETTLE_MS` after it: the changes until then join it. */
+    let settling = false;
     const run = async () => {
       if (timer) clearTimeout(timer);
       timer = null;
+      settling = false;
       if (ctl) {
         again = true;
         return;
@@ -140,11 +159,15 @@ export function useLive<T>(
       if (stopped || intervalMs === null || document.hidden || (pushed && !retry)) return;
       timer = setTimeout(run, intervalMs);
     };
-    const unsubscribe = stream
-      ? subscribe(stream, {
-          change() {
-            if (stopped || document.hidden) return;
+    const unsubscribe = path
+      ? subscribe(path, {
+          change(e) {
+            if (stopped) return;
+            const f = followRef.current;
+            f?.onEvent?.(e);
+            if (document.hidden || settling || (f?.wakes && !f.wakes(e))) return;
             if (timer) clearTimeout(timer);
+            settling = true;
             timer = setTimeout(run, SETTLE_MS);
           },
           state(open) {
@@ -168,7 +191,7 @@ export function useLive<T>(
       ctl?.abort();
       document.removeEventListener('visibilitychange', onVisibility);
     };
-  }, [...deps, intervalMs, stream, kick]);
+  }, [...deps, intervalMs, path, kick]);
 
   const refresh = useCallback(() => setKick((k) => k + 1), []);
   return { data, error, loading, refresh };

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -367,6 +367,64 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ url: 'https
     await admin.getByText(hook.url).waitFor();
     await admin.close();
 
+    assert.deepEqual(problems, [], 'no CSP violation, script error or failed file');
+  });
+
+  it('a run page follows a working run through its stream, with a handful of requests', async () => {
+    // The agent works in two halves, each waiting for the test: ten log lines, one every 200 ms (each
+    // its own change for the page), then ten more and its output.
+    const first = path.join(agents.dir, 'ticker.first');
+    const second = path.join(agents.dir, 'ticker.second');
+    const ticker = agents.write(
+      'ticker',
+      `const fs = require('fs');
+const after = (file, then) => (fs.existsSync(file) ? then() : setTimeout(() => after(file, then), 20));
+const work = (n) => {
+  if (n > 20) return fs.writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ ticks: 20 }));
+  console.log('tick ' + n);
+  setTimeout(() => (n === 10 ? after(${JSON.stringify(second)}, () => work(11)) : work(n + 1)), 200);
+};
+after(${JSON.stringify(first)}, () => work(1));`,
+    );
+    await registerAgent(h, w.orgId, 'ticker', ticker);
+    await registerTeam(h, w.orgId, 'ticking', [{ name: 'tick', agent: 'ticker' }]);
+    const runId = (
+      await h.ok('runs/new', { realm_id: w.realmId, team: 'ticking', run_name: 'Ticks' }, ada.token)
+    ).data.run_id as string;
+
+    const page = await tab();
+    await signIn(page, ada, `#/runs/${runId}`);
+    await page.getByRole('heading', { name: 'Ticks', level: 1 }).waitFor();
+    await badge(page, 'running').waitFor();
+    // From here the page learns of every change from the run's event stream: it asks for little.
+    const during: string[] = [];
+    const record = (req: { url(): string }) => {
+      const p = new URL(req.url()).pathname;
+      if (p.startsWith('/v1/')) during.push(p);
+    };
+    page.on('request', record);
+    writeFileSync(first, '');
+    // The lines show as they come, while the run works.
+    await page.locator('.logs', { hasText: 'tick 10' }).waitFor();
+    assert.equal(await badge(page, 'running').count(), 1);
+    writeFileSync(second, '');
+    await badge(page, 'succeeded').waitFor();
+    await page.locator('.logs', { hasText: 'tick 20' }).waitFor();
+    page.off('request', record);
+    const shown = (await page.locator('.logs').innerText()).split('\n');
+    for (let n = 1; n <= 20; n++) {
+      assert.equal(shown.filter((l) => l.endsWith(`tick ${n}`)).length, 1, `tick ${n} once`);
+    }
+    // Each part of the page read again on a few of the run's changes and once as it ended: about a
+    // dozen requests in all. One that read again on every pushed change would have asked twenty
+    // times for each part; one that polled every second, five times for the run and its logs.
+    const times = new Map<string, number>();
+    for (const p of during) times.set(p, (times.get(p) ?? 0) + 1);
+    const seen = during.join(', ');
+    assert.ok(during.length <= 16, `requests while the run worked: ${seen}`);
+    for (const [p, n] of times) assert.ok(n <= 4, `${p} asked ${n} times: ${seen}`);
+    assert.ok((times.get('/v1/runs/logs') ?? 0) <= 2, `the logs came with the stream: ${seen}`);
+    await page.close();
     assert.deepEqual(problems, [], 'no CSP violation, script error or failed file');
   });
 });

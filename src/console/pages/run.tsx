@@ -18,7 +18,9 @@ import { StartRunDialog } from './start-run.js';
 
 /**
  * One run: its facts and controls, open reviews, phases on a timeline, child runs as a tree, live logs
- * and history. While the run is live it is polled every second; logs follow with the `after` cursor.
+ * and history. While the run is live each part follows the run's event stream (the run's facts read
+ * again on its state and history events, the logs from the stream's own lines), or, while the stream
+ * cannot be opened, reads again on an interval.
  */
 export function RunPage({ id, phase }: { id: string; phase: string | null }) {
   // Follows the run's event stream while it lives (polling each second if the stream cannot be
@@ -28,7 +30,7 @@ export function RunPage({ id, phase }: { id: string; phase: string | null }) {
     (signal) => api('runs/get_by_id', { run_id: id, with_history: true }, { signal }).then((r) => r.data),
     [id],
     ended ? null : 1000,
-    ended ? null : runEvents(id),
+    ended ? null : { path: runEvents(id), wakes: (e) => e.event !== 'log' },
   );
   const r = run.data;
   const live = r === undefined || !isTerminal(r.state);
@@ -94,6 +96,8 @@ function RunBody({
     async () => (run.daemon_id ? (await api('daemons/get', { id: run.daemon_id })).data : null),
     [run.daemon_id],
     live ? 10_000 : null,
+    // Its daemon lost: the run's state moves when its lease expires.
+    live ? { path: runEvents(run.run_id), wakes: (e) => e.event === 'state' } : null,
   );
   const history = run.history ?? [];
   const [again, setAgain] = useState(false);

@@ -16,7 +16,16 @@ export function ChildRuns({ run, live, now }: { run: Run; live: boolean; now: nu
     () => listAll<'runs/list', Run>('runs/list', { realm_id: run.realm_id, root_run_id: root }, 4),
     [root, run.realm_id],
     live ? 2000 : null,
-    live ? realmEvents(run.realm_id) : null,
+    // The realm's changes of runs of this tree only: a busy realm's other runs read nothing here.
+    live
+      ? {
+          path: realmEvents(run.realm_id),
+          wakes: (e) => {
+            const changed = e.data as Partial<Run>;
+            return changed.run_id === root || changed.root_run_id === root;
+          },
+        }
+      : null,
   );
   const tree = useMemo(() => {
     if (!runs.data) return null;

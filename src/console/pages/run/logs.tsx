@@ -3,12 +3,17 @@ import { attemptStarts } from '../../../shared/api/run-time.js';
 import { api } from '../../api.js';
 import { clockMs, formatTime, isoTime } from '../../format.js';
 import { runEvents, useLive } from '../../live.js';
+import { addLines } from '../../log-lines.js';
 import { formatRoute } from '../../router.js';
 import { withAttemptMarkers } from '../../timeline.js';
 import type { LogLine, Run } from '../../types.js';
 import { ErrorNote } from '../../ui.js';
 
-/** A run's log lines, followed live with the `after` cursor. */
+/**
+ * A run's log lines: read with the `after` cursor, then followed from the run's event stream, whose
+ * `log` events carry the lines themselves (no read per line). Without the stream, read again every
+ * second.
+ */
 
 /** At most this many log lines stay in the page; older ones are dropped (the CLI shows them all). */
 const MAX_LINES = 5000;
@@ -24,9 +29,18 @@ export function Logs({ run, live, phase }: { run: Run; live: boolean; phase: str
     setLines([]);
     setDropped(0);
   }, [run.run_id]);
+  const add = (fresh: readonly LogLine[]) => {
+    if (fresh.length === 0) return;
+    last.current = Math.max(last.current, fresh[fresh.length - 1]!.seq);
+    setLines((prev) => {
+      const { lines: kept, dropped: more } = addLines(prev, fresh, MAX_LINES);
+      if (more > 0) setDropped((d) => d + more);
+      return kept;
+    });
+  };
   const logs = useLive(
     async (signal) => {
-      // Catch up in pages of 1000 (bounded per tick), then wait for the next tick.
+      // Catch up in pages of 1000 (bounded per load).
       for (let i = 0; i < 10; i++) {
         const page = await api(
           'runs/logs',
@@ -34,23 +48,22 @@ export function Logs({ run, live, phase }: { run: Run; live: boolean; phase: str
           { signal },
         );
         if (signal.aborted) return;
-        const fresh = page.data.filter((l) => l.seq > last.current);
-        if (fresh.length > 0) {
-          last.current = fresh[fresh.length - 1]!.seq;
-          setLines((prev) => {
-            const all = prev.concat(fresh);
-            if (all.length <= MAX_LINES) return all;
-            setDropped((d) => d + all.length - MAX_LINES);
-            return all.slice(all.length - MAX_LINES);
-          });
-        }
+        add(page.data.filter((l) => l.seq > last.current));
         if (!page.has_more) break;
       }
       return null;
     },
     [run.run_id],
     live ? 1000 : null,
-    live ? runEvents(run.run_id) : null,
+    live
+      ? {
+          path: runEvents(run.run_id),
+          wakes: () => false,
+          onEvent: (e) => {
+            if (e.event === 'log') add([e.data as LogLine]);
+          },
+        }
+      : null,
   );
   useLayoutEffect(() => {
     const el = box.current;

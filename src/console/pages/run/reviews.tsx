@@ -1,4 +1,3 @@
-import { useEffect, useRef } from 'preact/hooks';
 import { api } from '../../api.js';
 import { runEvents, useLive } from '../../live.js';
 import type { Run } from '../../types.js';
@@ -28,16 +27,9 @@ export function RunReviews({
       ).data,
     [run.run_id, run.realm_id],
     live ? 2000 : null,
-    live ? runEvents(run.run_id) : null,
+    // A review opens or closes with a move of the run's state (awaiting_input and back).
+    live ? { path: runEvents(run.run_id), wakes: (e) => e.event === 'state' } : null,
   );
-  // Reload when the run's state changes (a review opened or closed).
-  const lastState = useRef(run.state);
-  useEffect(() => {
-    if (lastState.current !== run.state) {
-      lastState.current = run.state;
-      reviews.refresh();
-    }
-  }, [run.state, reviews.refresh]);
   if (reviewsMissing(reviews.error) || !reviews.data?.length) return null;
   return (
     <section aria-labelledby="reviews-h" class="run-reviews">
