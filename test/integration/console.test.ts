@@ -370,6 +370,21 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ url: 'https
     assert.deepEqual(problems, [], 'no CSP violation, script error or failed file');
   });
 
+  it('the reviews inbox shows a review as it opens and drops it once decided, from the realm stream', async () => {
+    const page = await tab();
+    await signIn(page, ada, '#/reviews');
+    await page.getByRole('link', { name: 'Open', exact: true }).waitFor();
+    const runId = await startRun('Third essay', ada.token);
+    const card = page.locator('.review', { hasText: 'Third essay' });
+    await card.locator('.summary', { hasText: 'An essay about otters' }).waitFor();
+    const open = await h.ok('reviews/list', { realm_id: w.realmId, run_id: runId, state: 'open' }, ada.token);
+    await h.ok('reviews/submit', { review_id: open.data[0].id, action: 'approve' }, ada.token);
+    await card.waitFor({ state: 'detached' });
+    await waitForRun(h, runId, (r) => r.state === 'succeeded');
+    await page.close();
+    assert.deepEqual(problems, [], 'no CSP violation, script error or failed file');
+  });
+
   it('a run page follows a working run through its stream, with a handful of requests', async () => {
     // The agent works in two halves, each waiting for the test: ten log lines, one every 200 ms (each
     // its own change for the page), then ten more and its output.

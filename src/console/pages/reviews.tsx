@@ -1,10 +1,10 @@
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { type ApiError, api } from '../api.js';
 import { formatStamp, humanize, isoTime } from '../format.js';
 import { realmEvents, useLive, useNow } from '../live.js';
 import { formatRoute } from '../router.js';
 import { useScope } from '../scope.js';
-import type { Review, ReviewAction } from '../types.js';
+import type { Review, ReviewAction, Run } from '../types.js';
 import { Ago, Empty, ErrorNote, PageTitle, SkeletonBlock } from '../ui.js';
 
 const VERDICT: Record<string, string> = {
@@ -187,12 +187,17 @@ export function ReviewCard({
   );
 }
 
-/** The realm's reviews: open ones (the inbox), or all with `#/reviews?all=1`; refreshed every 5 s. */
+/**
+ * The realm's reviews: open ones (the inbox), or all with `#/reviews?all=1`; read again when a run of
+ * the realm starts to wait for a review or a run shown here moves (a review decided or expired), or
+ * every 5 s while the realm's stream cannot be opened.
+ */
 export function ReviewsPage({ all }: { all: boolean }) {
   const { realm } = useScope();
   const now = useNow(5000);
   const [mine, setMine] = useState(false);
   const [done, setDone] = useState<string | null>(null);
+  const shownRuns = useRef<ReadonlySet<string>>(new Set());
   const reviews = useLive(
     async (signal) => {
       if (!realm) return null;
@@ -204,9 +209,18 @@ export function ReviewsPage({ all }: { all: boolean }) {
     },
     [realm?.id, all, mine],
     5000,
-    realm ? realmEvents(realm.id) : null,
+    realm
+      ? {
+          path: realmEvents(realm.id),
+          wakes: (e) => {
+            const run = e.data as Partial<Run>;
+            return run.state === 'awaiting_input' || shownRuns.current.has(run.run_id ?? '');
+          },
+        }
+      : null,
   );
   const list = reviews.data?.data;
+  shownRuns.current = new Set(list?.map((r) => r.run_id));
   return (
     <>
       <PageTitle>Reviews</PageTitle>
