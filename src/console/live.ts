@@ -21,6 +21,9 @@ export const realmEvents = (realmId: string) => `/v1/realms/${encodeURIComponent
 /** Changes pushed within this long of the first cause one load. */
 const SETTLE_MS = 150;
 
+/** `minGapMs` of the lists that follow a realm's stream. */
+export const LIST_GAP_MS = 1_000;
+
 /** A stream to follow (`useLive`): its path, which of its events load again, and what it carries. */
 export interface LiveStream {
   path: string;
@@ -28,6 +31,11 @@ export interface LiveStream {
   wakes?(e: StreamEvent): boolean;
   /** Each event as it comes, woken or not (while the tab is hidden too). */
   onEvent?(e: StreamEvent): void;
+  /**
+   * Loads woken by events start at least this long after the previous one started (a list of a busy
+   * realm, whose runs change many times a second, loads about once a second).
+   */
+  minGapMs?: number;
 }
 
 interface Shared {
@@ -122,10 +130,13 @@ export function useLive<T>(
     let again = false;
     /** A change's load is due `SETTLE_MS` after it: the changes until then join it. */
     let settling = false;
+    /** When the last load started (`performance.now()`). */
+    let startedAt = Number.NEGATIVE_INFINITY;
     const run = async () => {
       if (timer) clearTimeout(timer);
       timer = null;
       settling = false;
+      startedAt = performance.now();
       if (ctl) {
         again = true;
         return;
@@ -168,7 +179,8 @@ export function useLive<T>(
             if (document.hidden || settling || (f?.wakes && !f.wakes(e))) return;
             if (timer) clearTimeout(timer);
             settling = true;
-            timer = setTimeout(run, SETTLE_MS);
+            const gap = startedAt + (f?.minGapMs ?? 0) - performance.now();
+            timer = setTimeout(run, Math.max(SETTLE_MS, gap));
           },
           state(open) {
             pushed = open;

@@ -231,4 +231,31 @@ require('fs').writeFileSync(process.env.SVC_OUTPUT, JSON.stringify({ greeted: in
     assert.deepEqual(b.problems, []);
     await page.close();
   });
+
+  it('the runs list of a busy realm loads about once a second, and shows every run as it ends', async () => {
+    const page = await b.tab();
+    await signIn(page, h.url, 'ada@runs.test');
+    await page.getByRole('button', { name: 'Start a run' }).waitFor();
+    const lists: number[] = [];
+    page.on('request', (req) => {
+      if (new URL(req.url()).pathname === '/v1/runs/list') lists.push(Date.now());
+    });
+    // Twenty runs at once: each moves through five states, a hundred changes in a few seconds.
+    const t0 = Date.now();
+    const ids = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        const r = await h.ok(
+          'runs/new',
+          { realm_id: w.realmId, team: 'greet', run_name: `burst-${i}`, inputs: { who: `n${i}` } },
+          ada.token,
+        );
+        return r.data.run_id as string;
+      }),
+    );
+    for (const id of ids) await page.locator(`tr[data-run-id="${id}"] .badge.state-succeeded`).waitFor();
+    const seconds = (Date.now() - t0) / 1000;
+    // One load for the first change, then at most one a second (a load per change would be dozens).
+    assert.ok(lists.length <= Math.ceil(seconds) + 2, `${lists.length} loads of the list in ${seconds} s`);
+    await page.close();
+  });
 });

@@ -1,7 +1,7 @@
 import { useRef, useState } from 'preact/hooks';
 import { type ApiError, api } from '../api.js';
 import { formatStamp, humanize, isoTime } from '../format.js';
-import { realmEvents, useLive, useNow } from '../live.js';
+import { LIST_GAP_MS, realmEvents, useLive, useNow } from '../live.js';
 import { formatRoute } from '../router.js';
 import { useScope } from '../scope.js';
 import type { Review, ReviewAction, Run } from '../types.js';
@@ -212,6 +212,7 @@ export function ReviewsPage({ all }: { all: boolean }) {
     realm
       ? {
           path: realmEvents(realm.id),
+          minGapMs: LIST_GAP_MS,
           wakes: (e) => {
             const run = e.data as Partial<Run>;
             return run.state === 'awaiting_input' || shownRuns.current.has(run.run_id ?? '');

@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { listAll } from '../../api.js';
 import { formatDuration, humanize, runDuration } from '../../format.js';
-import { realmEvents, useLive } from '../../live.js';
+import { LIST_GAP_MS, realmEvents, useLive } from '../../live.js';
 import { formatRoute } from '../../router.js';
 import { buildRunTree, countStates, descendantsOf, flattenTree } from '../../tree.js';
 import type { Run } from '../../types.js';
@@ -20,6 +20,7 @@ export function ChildRuns({ run, live, now }: { run: Run; live: boolean; now: nu
     live
       ? {
           path: realmEvents(run.realm_id),
+          minGapMs: LIST_GAP_MS,
           wakes: (e) => {
             const changed = e.data as Partial<Run>;
             return changed.run_id === root || changed.root_run_id === root;
