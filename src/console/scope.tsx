@@ -4,7 +4,7 @@
  */
 import { type ComponentChildren, createContext } from 'preact';
 import { useContext, useEffect, useMemo, useState } from 'preact/hooks';
-import { api, listAll } from './api.js';
+import { ApiError, api, listAll } from './api.js';
 import { orgAdmin, roleAtLeast } from './permissions.js';
 import type { Org, OrgMember, OrgRole, Realm, RealmRole, User } from './types.js';
 
@@ -25,6 +25,9 @@ export interface Scope {
 }
 
 const ScopeContext = createContext<Scope | null>(null);
+
+/** A failed read of the chosen realm (and the caller's role in it) is tried again this much later. */
+const REALM_RETRY_MS = 2_000;
 
 export function useScope(): Scope {
   const s = useContext(ScopeContext);
@@ -107,12 +110,23 @@ export function ScopeProvider({ user, children }: { user: User; children: Compon
   useEffect(() => {
     if (!realmId) return setRealmFull(null);
     let stale = false;
-    api('realms/get', { id: realmId }).then(
-      (r) => !stale && setRealmFull(r.data),
-      () => !stale && setRealmFull(null),
-    );
+    let retry: ReturnType<typeof setTimeout> | undefined;
+    // The caller's role comes with it: a read that failed (the hub restarting, a dropped connection)
+    // is tried again, or the page would offer no role's controls until a reload.
+    const load = () =>
+      api('realms/get', { id: realmId }).then(
+        (r) => !stale && setRealmFull(r.data),
+        (err: unknown) => {
+          if (stale) return;
+          setRealmFull(null);
+          if (!(err instanceof ApiError) || err.status === 0 || err.status >= 500)
+            retry = setTimeout(load, REALM_RETRY_MS);
+        },
+      );
+    void load();
     return () => {
       stale = true;
+      clearTimeout(retry);
     };
   }, [realmId, roleGen]);
 

@@ -86,4 +86,17 @@ export async function signIn(page: Page, url: string, email: string, hash = ''):
   await page.keyboard.press('Tab');
   await page.keyboard.type(PASSWORD);
   await page.keyboard.press('Enter');
+  // Signed in: the form is gone. If it stays, say what it answered rather than time out later.
+  await page
+    .getByRole('heading', { name: 'Sign in to svc' })
+    .waitFor({ state: 'detached' })
+    .catch(async (err: Error) => {
+      const said = await page
+        .getByRole('alert')
+        .allInnerTexts()
+        .catch(() => []);
+      throw new Error(
+        `signing in as ${email} stayed on the form: ${said.join(' / ') || 'no alert'}; ${err.message}`,
+      );
+    });
 }

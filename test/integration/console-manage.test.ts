@@ -258,6 +258,24 @@ describe('managing the hub from the web console', { skip: BROWSER_SKIP }, () => 
     await shot(page, 'secrets');
   });
 
+  it("shows the caller's role once a failed read of the realm succeeds again", async () => {
+    const page = await tab();
+    let refused = 0;
+    await page.route('**/v1/realms/get', async (route) => {
+      if (refused > 0) return route.continue();
+      refused++;
+      await route.fulfill({
+        status: 503,
+        contentType: 'application/json',
+        body: JSON.stringify({ ok: false, error: { code: 'unavailable', message: 'try again' } }),
+      });
+    });
+    await signIn(page, vic, '#/schedules');
+    await page.locator('.scope .role', { hasText: 'member' }).waitFor();
+    assert.equal(refused, 1);
+    await page.close();
+  });
+
   it('a realm member is offered no change, and the API refuses one forced through', async () => {
     const page = await tab();
     await signIn(page, vic, '#/schedules');
