@@ -12,6 +12,7 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { followEvents, type StreamEvent } from '../shared/api/event-stream.js';
 import { ApiError, session } from './api.js';
+import type { Run } from './types.js';
 
 /** A run's event stream (its state, history and log lines), for `useLive`'s `stream`. */
 export const runEvents = (runId: string) => `/v1/runs/${encodeURIComponent(runId)}/events`;
@@ -22,7 +23,7 @@ export const realmEvents = (realmId: string) => `/v1/realms/${encodeURIComponent
 const SETTLE_MS = 150;
 
 /** `minGapMs` of the lists that follow a realm's stream. */
-export const LIST_GAP_MS = 1_000;
+const LIST_GAP_MS = 1_000;
 
 /** A stream to follow (`useLive`): its path, which of its events load again, and what it carries. */
 export interface LiveStream {
@@ -37,6 +38,25 @@ export interface LiveStream {
    */
   minGapMs?: number;
 }
+
+/** A run's stream, loading again on the kinds of its events named (`state`, `history`, `log`). */
+export const runStream = (runId: string, ...kinds: string[]): LiveStream => ({
+  path: runEvents(runId),
+  wakes: (e) => kinds.includes(e.event),
+});
+
+/**
+ * A realm's stream for a list of its runs: loading again on the changes of the runs `which` names
+ * (every run by default), at most once a second.
+ */
+export const realmRunsStream = (
+  realmId: string,
+  which: (run: Partial<Run>) => boolean = () => true,
+): LiveStream => ({
+  path: realmEvents(realmId),
+  minGapMs: LIST_GAP_MS,
+  wakes: (e) => which(e.data as Partial<Run>),
+});
 
 interface Shared {
   listeners: Set<Listener>;

@@ -1,10 +1,10 @@
 import { useRef, useState } from 'preact/hooks';
 import { type ApiError, api } from '../api.js';
 import { formatStamp, humanize, isoTime } from '../format.js';
-import { LIST_GAP_MS, realmEvents, useLive, useNow } from '../live.js';
+import { realmRunsStream, useLive, useNow } from '../live.js';
 import { formatRoute } from '../router.js';
 import { useScope } from '../scope.js';
-import type { Review, ReviewAction, Run } from '../types.js';
+import type { Review, ReviewAction } from '../types.js';
 import { Ago, Empty, ErrorNote, PageTitle, SkeletonBlock } from '../ui.js';
 
 const VERDICT: Record<string, string> = {
@@ -210,14 +210,10 @@ export function ReviewsPage({ all }: { all: boolean }) {
     [realm?.id, all, mine],
     5000,
     realm
-      ? {
-          path: realmEvents(realm.id),
-          minGapMs: LIST_GAP_MS,
-          wakes: (e) => {
-            const run = e.data as Partial<Run>;
-            return run.state === 'awaiting_input' || shownRuns.current.has(run.run_id ?? '');
-          },
-        }
+      ? realmRunsStream(
+          realm.id,
+          (run) => run.state === 'awaiting_input' || shownRuns.current.has(run.run_id ?? ''),
+        )
       : null,
   );
   const list = reviews.data?.data;

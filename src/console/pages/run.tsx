@@ -3,7 +3,7 @@ import { isTerminal } from '../../shared/api/run-states.js';
 import { runningTime } from '../../shared/api/run-time.js';
 import { api } from '../api.js';
 import { formatDuration, shortId, waitingText } from '../format.js';
-import { runEvents, useLive, useNow } from '../live.js';
+import { runStream, useLive, useNow } from '../live.js';
 import { formatRoute } from '../router.js';
 import { formFromRun } from '../start-run-form.js';
 import type { Run } from '../types.js';
@@ -30,7 +30,7 @@ export function RunPage({ id, phase }: { id: string; phase: string | null }) {
     (signal) => api('runs/get_by_id', { run_id: id, with_history: true }, { signal }).then((r) => r.data),
     [id],
     ended ? null : 1000,
-    ended ? null : { path: runEvents(id), wakes: (e) => e.event !== 'log' },
+    ended ? null : runStream(id, 'state', 'history'),
   );
   const r = run.data;
   const live = r === undefined || !isTerminal(r.state);
@@ -97,7 +97,7 @@ function RunBody({
     [run.daemon_id],
     live ? 10_000 : null,
     // Its daemon lost: the run's state moves when its lease expires.
-    live ? { path: runEvents(run.run_id), wakes: (e) => e.event === 'state' } : null,
+    live ? runStream(run.run_id, 'state') : null,
   );
   const history = run.history ?? [];
   const [again, setAgain] = useState(false);

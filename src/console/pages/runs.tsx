@@ -3,7 +3,7 @@ import type { OrgMember } from '../../shared/api/access.js';
 import { RUN_STATES, type RunState } from '../../shared/api/run-states.js';
 import { api, listAll } from '../api.js';
 import { dayRange, formatDuration, humanize, runDuration, waitingText } from '../format.js';
-import { LIST_GAP_MS, realmEvents, useLive, useNow } from '../live.js';
+import { realmRunsStream, useLive, useNow } from '../live.js';
 import { formatRoute, noRunFilters, RUN_FILTERS, type RunFilters } from '../router.js';
 import { useScope } from '../scope.js';
 import { emptyForm } from '../start-run-form.js';
@@ -81,7 +81,7 @@ export function RunsPage({ filters }: { filters: RunFilters }) {
     },
     [realmId, validState, team, q, by, from, to, cursor],
     3000,
-    realmId ? { path: realmEvents(realmId), minGapMs: LIST_GAP_MS } : null,
+    realmId ? realmRunsStream(realmId) : null,
   );
 
   const setFilter = (next: Partial<RunFilters>) => {

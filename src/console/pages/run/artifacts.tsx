@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Artifact } from '../../../shared/api/artifacts.js';
 import { api, session } from '../../api.js';
 import { formatBytes } from '../../format.js';
-import { runEvents, useLive } from '../../live.js';
+import { runStream, useLive } from '../../live.js';
 import type { Run } from '../../types.js';
 
 /**
@@ -111,7 +111,7 @@ export function RunArtifacts({ run, live }: { run: Run; live: boolean }) {
     live ? 5000 : null,
     // Artifacts come with a phase's steps: read again on the run's history events (and once more
     // when the run ends, as every part of the page is).
-    live ? { path: runEvents(run.run_id), wakes: (e) => e.event === 'history' } : null,
+    live ? runStream(run.run_id, 'history') : null,
   );
   const [open, setOpen] = useState<string | null>(null);
   const [failed, setFailed] = useState<string | null>(null);

@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { listAll } from '../../api.js';
 import { formatDuration, humanize, runDuration } from '../../format.js';
-import { LIST_GAP_MS, realmEvents, useLive } from '../../live.js';
+import { realmRunsStream, useLive } from '../../live.js';
 import { formatRoute } from '../../router.js';
 import { buildRunTree, countStates, descendantsOf, flattenTree } from '../../tree.js';
 import type { Run } from '../../types.js';
@@ -17,16 +17,7 @@ export function ChildRuns({ run, live, now }: { run: Run; live: boolean; now: nu
     [root, run.realm_id],
     live ? 2000 : null,
     // The realm's changes of runs of this tree only: a busy realm's other runs read nothing here.
-    live
-      ? {
-          path: realmEvents(run.realm_id),
-          minGapMs: LIST_GAP_MS,
-          wakes: (e) => {
-            const changed = e.data as Partial<Run>;
-            return changed.run_id === root || changed.root_run_id === root;
-          },
-        }
-      : null,
+    live ? realmRunsStream(run.realm_id, (r) => r.run_id === root || r.root_run_id === root) : null,
   );
   const tree = useMemo(() => {
     if (!runs.data) return null;

@@ -2,7 +2,7 @@ import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { attemptStarts } from '../../../shared/api/run-time.js';
 import { api } from '../../api.js';
 import { clockMs, formatTime, isoTime } from '../../format.js';
-import { runEvents, useLive } from '../../live.js';
+import { runStream, useLive } from '../../live.js';
 import { addLines } from '../../log-lines.js';
 import { formatRoute } from '../../router.js';
 import { withAttemptMarkers } from '../../timeline.js';
@@ -55,10 +55,10 @@ export function Logs({ run, live, phase }: { run: Run; live: boolean; phase: str
     },
     [run.run_id],
     live ? 1000 : null,
+    // The stream wakes no load here: its log events carry the lines.
     live
       ? {
-          path: runEvents(run.run_id),
-          wakes: () => false,
+          ...runStream(run.run_id),
           onEvent: (e) => {
             if (e.event === 'log') add([e.data as LogLine]);
           },

@@ -1,5 +1,5 @@
 import { api } from '../../api.js';
-import { runEvents, useLive } from '../../live.js';
+import { runStream, useLive } from '../../live.js';
 import type { Run } from '../../types.js';
 import { ReviewCard, reviewsMissing } from '../reviews.js';
 
@@ -28,7 +28,7 @@ export function RunReviews({
     [run.run_id, run.realm_id],
     live ? 2000 : null,
     // A review opens or closes with a move of the run's state (awaiting_input and back).
-    live ? { path: runEvents(run.run_id), wakes: (e) => e.event === 'state' } : null,
+    live ? runStream(run.run_id, 'state') : null,
   );
   if (reviewsMissing(reviews.error) || !reviews.data?.length) return null;
   return (
