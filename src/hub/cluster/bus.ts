@@ -22,9 +22,11 @@ import type { BusEventMap, BusHandlers, BusMessage, ClusterBus, NoticedCommand }
  *   "I wait for this command's ack" (`watch`) and that ack (`ack`), so an operation waiting on one
  *   process hears of an ack recorded by another. A process ignores its own messages.
  *
- * - `svc_runs`: payload = `<realm id> <run id>`. A run's history or logs changed (`notifyRunChanged`,
- *   in the writer's transaction): the event streams of that run and realm read again at once, on
- *   every process (`runFeed`).
+ * - `svc_runs`: payload = `<realm id> <run id> <what>`. A run's history or logs changed, in the
+ *   writer's transaction (`writeAndNotifyRunChanged`, `notifyRunLogged`): `what` is the id of the
+ *   transaction's first history entry of that run, or `log` when only its logs changed. The event
+ *   streams of that run and realm read again at once, on every process (`runFeed`); a realm stream
+ *   reads only for entries it has not read yet (src/hub/runs/realm-changes.ts).
  *
  * The channel names get `.<schema>` appended unless the schema is `public`, so deployments (and
  * test files) in different schemas of one database do not hear each other. A lost notification
@@ -63,13 +65,35 @@ export function outboxNotice(
 }
 
 /**
- * Changes of runs in this process's database (`change`: realm id, run id), heard by the event
- * streams (src/hub/runs/runs.stream.ts). On SQLite the writer emits it itself; on PostgreSQL it
- * comes from `svc_runs` at commit, from whichever process wrote. A change of another database in
- * the same process (tests) only makes a stream read again and find nothing new.
+ * What changed in a run (`runFeed`): the id of the first history entry a transaction wrote for it,
+ * `LOGGED` when only its logs changed, or undefined when the notice does not say (a hub of an
+ * earlier version wrote it).
  */
-export const runFeed = new EventEmitter<{ change: [realmId: string, runId: string] }>();
+export type RunChange = string | typeof LOGGED | undefined;
+/** A change of a run's logs only. */
+export const LOGGED = 'log';
+
+/**
+ * Changes of runs in this process's database (`change`: realm id, run id, what changed), heard by
+ * the event streams (src/hub/runs/runs.stream.ts). On SQLite the writer emits it itself; on
+ * PostgreSQL it comes from `svc_runs` at commit, from whichever process wrote. A change of another
+ * database in the same process (tests) only makes a stream read again and find nothing new.
+ */
+export const runFeed = new EventEmitter<{ change: [realmId: string, runId: string, what: RunChange] }>();
 runFeed.setMaxListeners(0);
+
+/** A run that changed in a transaction: `entry_id`, its first new history entry; null: its logs. */
+export interface ChangedRun {
+  realm_id: string;
+  run_id: string;
+  entry_id: string | null;
+}
+
+/** Emits a `svc_runs` payload on `runFeed` (one that names no realm or run is ignored). */
+function emitChange(payload: string): void {
+  const [realmId, runId, what] = payload.split(' ');
+  if (realmId && runId) runFeed.emit('change', realmId, runId, what || undefined);
+}
 
 /**
  * The channel's name for the connection's schema (SQL, evaluated by PostgreSQL), of a base name given
@@ -81,25 +105,24 @@ function channelOf(base: string): string {
 const channelExpr = (base: string) => channelOf(`'${base}'`);
 
 /**
- * Tells the event streams of these runs and their realms, on every hub process, that their history
- * or logs changed. Call it in the transaction of the change. On PostgreSQL the notifications leave
- * at commit. On SQLite (one process) they are emitted at once: a stream's read waits for the single
- * connection, which the writing transaction holds until it has committed, so the read sees the change.
+ * Tells the event streams of these runs and their realms, on every hub process, that their logs
+ * changed. Call it in the transaction of the change. On PostgreSQL the notifications leave at
+ * commit. On SQLite (one process) they are emitted once the transaction has committed (`send`).
  */
-export async function notifyRunChanged(
+export async function notifyRunLogged(
   // biome-ignore lint/suspicious/noExplicitAny: works for any schema
   db: Kysely<any>,
   runs: readonly { realm_id: string; run_id: string }[],
 ): Promise<void> {
-  await writeThenNotify(db, [], runNotices(runs));
+  await writeThenNotify(db, [], runNotices(runs.map((r) => ({ ...r, entry_id: null }))));
 }
 
-/** `writes`, then `notifyRunChanged` for `runs` (see `writeThenNotify`). */
+/** `writes`, then the notices of the runs whose history (or logs) they change (see `writeThenNotify`). */
 export async function writeAndNotifyRunChanged(
   // biome-ignore lint/suspicious/noExplicitAny: works for any schema
   db: Kysely<any>,
   writes: readonly Write[],
-  runs: readonly { realm_id: string; run_id: string }[],
+  runs: readonly ChangedRun[],
 ): Promise<void> {
   await writeThenNotify(db, writes, runNotices(runs));
 }
@@ -196,11 +219,33 @@ interface Notice {
   payload: string;
 }
 
-const runNotices = (runs: readonly { realm_id: string; run_id: string }[]): Notice[] =>
-  [...new Set(runs.map((r) => `${r.realm_id} ${r.run_id}`))].map((payload) => ({
-    channel: RUNS_CHANNEL,
-    payload,
-  }));
+/**
+ * One `svc_runs` notice per run: it names the first of the run's new history entries (ids sort in
+ * the order they were made), or `LOGGED` when none.
+ */
+function runNotices(runs: readonly ChangedRun[]): Notice[] {
+  const first = new Map<string, string | null>();
+  for (const r of runs) {
+    const key = `${r.realm_id} ${r.run_id}`;
+    const had = first.get(key);
+    if (had === undefined) first.set(key, r.entry_id);
+    else if (r.entry_id !== null && (had === null || r.entry_id < had)) first.set(key, r.entry_id);
+  }
+  return [...first].map(([key, entry]) => ({ channel: RUNS_CHANNEL, payload: `${key} ${entry ?? LOGGED}` }));
+}
+
+/** The notices of a transaction, those of one run merged into one (`runNotices`). */
+function mergedNotices(notices: readonly Notice[]): readonly Notice[] {
+  const runs = notices.filter((n) => n.channel === RUNS_CHANNEL);
+  if (runs.length < 2) return notices;
+  const merged = runNotices(
+    runs.map((n) => {
+      const [realm_id = '', run_id = '', what] = n.payload.split(' ');
+      return { realm_id, run_id, entry_id: what === LOGGED || !what ? null : what };
+    }),
+  );
+  return [...notices.filter((n) => n.channel !== RUNS_CHANNEL), ...merged];
+}
 
 /** Writes and notices kept until the end of their transaction (PostgreSQL), by transaction. */
 const kept = new WeakMap<object, { writes: Write[]; notices: Notice[] }>();
@@ -319,10 +364,7 @@ const MAX_KEPT_WRITES = 16;
 
 /** Tells this process's event streams of the runs that changed (SQLite: one process). */
 function emitChanges(changes: readonly Notice[]): void {
-  for (const n of changes) {
-    const [realmId, runId] = n.payload.split(' ') as [string, string];
-    runFeed.emit('change', realmId, runId);
-  }
+  for (const n of changes) emitChange(n.payload);
 }
 
 /** Runs `writes` then sends `notices`; on PostgreSQL as one statement, which starts with `prefix`. */
@@ -330,9 +372,10 @@ async function send(
   // biome-ignore lint/suspicious/noExplicitAny: works for any schema
   db: Kysely<any>,
   writes: readonly Write[],
-  notices: readonly Notice[],
+  given: readonly Notice[],
   prefix = '',
 ): Promise<void> {
+  const notices = mergedNotices(given);
   if (!isPostgres(db)) {
     for (const w of writes) await w.execute();
     const changes = notices.filter((n) => n.channel === RUNS_CHANNEL);
@@ -437,11 +480,10 @@ export function createPgBus(o: PgBusOptions): ClusterBus {
       }
     }
     if (n.channel === channels.runs) {
-      const [realmId, runId] = n.payload.split(' ');
       // Told once this turn is over, as on SQLite (`send`): the commit's own reply may be read in
       // the same turn as its notice, and what the commit sends (an offer, the request's reply)
       // should leave before the streams' reads.
-      if (realmId && runId) setImmediate(() => runFeed.emit('change', realmId, runId));
+      setImmediate(emitChange, n.payload);
       return;
     }
     if (n.channel !== channels.hub) return;

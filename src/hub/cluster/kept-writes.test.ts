@@ -6,7 +6,7 @@ import { buildWorld, type World } from '../../../test/helpers/world.js';
 import type { DB } from '../../db/index.js';
 import { AppError } from '../../shared/errors.js';
 import { inTx, Rollback, rolledBack } from '../daemons/commands.js';
-import { expectOne, insertRows, notifyRunChanged, runFeed, writeThenNotify } from './bus.js';
+import { expectOne, insertRows, notifyRunLogged, runFeed, writeThenNotify } from './bus.js';
 
 /**
  * A transaction's writes that nothing reads back (commands here) and its notices: kept for one
@@ -50,7 +50,7 @@ describe('writes kept until the commit', () => {
     // More writes than one statement takes: they go in several, all in the transaction.
     await inTx(h.running.hub, async (tx) => {
       for (let n = 0; n < 40; n++) await tx.command(w.daemonId, 'test/kept', { n });
-      await notifyRunChanged(tx.db, [{ realm_id: w.realmId, run_id: 'run-kept' }]);
+      await notifyRunLogged(tx.db, [{ realm_id: w.realmId, run_id: 'run-kept' }]);
     });
     committed = true;
     assert.deepEqual(

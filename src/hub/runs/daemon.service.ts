@@ -4,7 +4,7 @@ import { conflict } from '../../shared/errors.js';
 import { groupCallsPer } from '../../shared/group-calls.js';
 import type { AppendLogsBody, RenewLeaseBody, RunReportBody, RunReportEvent } from '../../shared/protocol.js';
 import type { DaemonActor } from '../access/actor.js';
-import { notifyRunChanged } from '../cluster/bus.js';
+import { notifyRunLogged } from '../cluster/bus.js';
 import type { Hub, Tx } from '../context.js';
 import { inTx } from '../daemons/commands.js';
 import { pastItsDeadline, terminateTimedOut } from './deadlines.service.js';
@@ -280,7 +280,7 @@ export async function appendLogs(hub: Hub, actor: DaemonActor, input: AppendLogs
   return hub.db.transaction().execute(async (trx) => {
     const run = await heldRun(trx, actor, input.run_id, input.lease_epoch);
     const lastSeq = await appendLogLines(trx, run.run_id, input.lines, hub.now());
-    await notifyRunChanged(trx, [run]);
+    await notifyRunLogged(trx, [run]);
     return { appended: input.lines.length, last_seq: lastSeq };
   });
 }

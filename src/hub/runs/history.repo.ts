@@ -55,29 +55,25 @@ export async function addHistories(
   // The entries, their events and their deliveries are written together.
   if (!db.isTransaction) return db.transaction().execute((trx) => addHistories(trx, hub, entries));
   const at = hub.now();
-  const history = insertRows(
-    db,
-    'run_history',
-    entries.map(({ run, state, entry: e }) => ({
-      id: hub.newId(),
-      run_id: run.run_id,
-      realm_id: run.realm_id,
-      type: e.type,
-      at,
-      from_phase: e.from_phase ?? null,
-      phase: e.phase ?? null,
-      state,
-      error: e.error ?? null,
-      actor: toJson(e.actor ?? null),
-      data: toJson(e.data ?? null),
-    })),
-  );
+  const rows = entries.map(({ run, state, entry: e }) => ({
+    id: hub.newId(),
+    run_id: run.run_id,
+    realm_id: run.realm_id,
+    type: e.type,
+    at,
+    from_phase: e.from_phase ?? null,
+    phase: e.phase ?? null,
+    state,
+    error: e.error ?? null,
+    actor: toJson(e.actor ?? null),
+    data: toJson(e.data ?? null),
+  }));
   // With their streams' notice in one statement; in a transaction that keeps its writes (inTx), the
   // events go in that same statement too (src/hub/cluster/bus.ts).
   await writeAndNotifyRunChanged(
     db,
-    [history],
-    entries.map(({ run }) => run),
+    [insertRows(db, 'run_history', rows)],
+    rows.map((r) => ({ realm_id: r.realm_id, run_id: r.run_id, entry_id: r.id })),
   );
   await recordEvents(
     db,

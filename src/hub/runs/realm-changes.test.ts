@@ -53,22 +53,34 @@ describe('a realm stream’s cursor', () => {
     assert.deepEqual(r.kinds, ['new', 'new']);
   });
 
-  it('on PostgreSQL a wake reads after the newest entry seen, and the window again every RESCAN_MS', async () => {
+  it('where transactions commit in order (SQLite): a notice of an entry read already reads nothing', async () => {
+    const r = realm();
+    const c = realmChanges({ ...r.readers, now: () => 1_000, settleMs: 0, from: idOf(0) });
+    r.commit(idOf(10));
+    r.commit(idOf(20));
+    assert.deepEqual(ids(await c.next([idOf(10)])), [idOf(10), idOf(20)]);
+    assert.equal(c.seen(idOf(20)), true);
+    assert.deepEqual(ids(await c.next([idOf(20)])), [], 'the notice of the second entry came after its read');
+    assert.deepEqual(r.reads, [idOf(0)], 'and made none');
+  });
+
+  it('on PostgreSQL a notice of a newer entry reads past the newest entry seen, one read already nothing', async () => {
     const r = realm();
     let now = 10_000;
     const c = realmChanges({ ...r.readers, now: () => now, settleMs: SETTLE_MS, from: idOf(9_000) });
     r.commit(idOf(9_500));
-    assert.deepEqual(ids(await c.next()), [idOf(9_500)]);
+    assert.deepEqual(ids(await c.next()), [idOf(9_500)], 'the first look reads the window');
     const start = r.reads.length;
     for (let i = 1; i <= 5; i++) {
       now += 10;
       r.commit(idOf(9_500 + i));
-      assert.deepEqual(ids(await c.next()), [idOf(9_500 + i)], 'each new entry once');
+      assert.deepEqual(ids(await c.next([idOf(9_500 + i)])), [idOf(9_500 + i)], 'each new entry once');
+      assert.deepEqual(ids(await c.next([idOf(9_500 + i)])), [], 'a second notice of it reads nothing');
     }
     assert.deepEqual(
       r.reads.slice(start),
       [1, 2, 3, 4, 5].map((i) => idOf(9_500 + i - 1)),
-      'no wake read the window while newer entries came',
+      'no look read the window while newer entries came, and none read for an entry seen',
     );
     assert.ok(
       r.kinds.slice(start).every((k) => k === 'new'),
@@ -76,43 +88,56 @@ describe('a realm stream’s cursor', () => {
     );
     now += RESCAN_MS;
     r.commit(idOf(9_600));
-    const again = await c.next();
+    const again = await c.next([idOf(9_600)]);
     assert.deepEqual(ids(again), [idOf(9_600)]);
-    assert.equal(r.reads.at(-1), idOf(9_000), 'the window again, from where entries are final');
+    assert.equal(
+      r.reads.at(-1),
+      idOf(9_000),
+      'the window again every RESCAN_MS, from where entries are final',
+    );
     assert.equal(r.kinds.at(-1), 'window', 'a look at the window reads entries alone');
     assert.equal(again[0]!.run, undefined, 'its new entries come without their runs');
   });
 
-  it('an entry that commits after a newer one was sent is sent once, when a wake finds nothing newer', async () => {
+  it('an entry that commits after a newer one was sent is sent once, by a look at the window its notice asks for', async () => {
     const r = realm();
     let now = 20_000;
     const c = realmChanges({ ...r.readers, now: () => now, settleMs: SETTLE_MS, from: idOf(19_000) });
     r.commit(idOf(19_990, 2));
-    assert.deepEqual(ids(await c.next()), [idOf(19_990, 2)]);
+    assert.deepEqual(ids(await c.next([idOf(19_990, 2)])), [idOf(19_990, 2)]);
     now += 5;
     // Its id was made before the one sent, its transaction committed after.
     r.commit(idOf(19_990, 1));
-    assert.deepEqual(ids(await c.next()), [idOf(19_990, 1)]);
+    assert.equal(c.seen(idOf(19_990, 1)), false);
+    assert.deepEqual(ids(await c.next([idOf(19_990, 1)])), [idOf(19_990, 1)]);
+    assert.equal(r.kinds.at(-1), 'window');
     now += 5;
-    assert.deepEqual(ids(await c.next()), [], 'never twice');
+    assert.deepEqual(ids(await c.next([idOf(19_990, 1)])), [], 'never twice');
+    assert.deepEqual(ids(await c.next()), [], 'not even by a look no notice asked for');
   });
 
-  it('a late entry read past by a look that found a newer one is found by the look it asks for', async () => {
+  it('a late entry and a newer one named together are both sent by one look', async () => {
     const r = realm();
     let now = 40_000;
     const c = realmChanges({ ...r.readers, now: () => now, settleMs: SETTLE_MS, from: idOf(39_000) });
     r.commit(idOf(39_990, 3));
-    assert.deepEqual(ids(await c.next()), [idOf(39_990, 3)]);
-    assert.equal(c.lookAgainInMs(), null, 'a look at the whole window leaves nothing behind');
+    assert.deepEqual(ids(await c.next([idOf(39_990, 3)])), [idOf(39_990, 3)]);
     now += 5;
     // Two commit together: one with an id below the newest sent (late), one above it.
     r.commit(idOf(39_990, 1));
     r.commit(idOf(39_995));
-    assert.deepEqual(ids(await c.next()), [idOf(39_995)], 'the wake reads past the newest entry only');
-    assert.equal(c.lookAgainInMs(), RESCAN_MS, 'so it asks for another look soon');
-    // No other change comes (the realm went quiet): the look it asked for finds the late entry.
-    now += RESCAN_MS;
-    assert.deepEqual(ids(await c.next()), [idOf(39_990, 1)]);
+    assert.deepEqual(ids(await c.next([idOf(39_995), idOf(39_990, 1)])), [idOf(39_990, 1), idOf(39_995)]);
+    assert.equal(c.lookAgainInMs(), null, 'nothing is left behind');
+  });
+
+  it('a look that stops at its limit asks for another at once', async () => {
+    const r = realm();
+    const now = 50_000;
+    const c = realmChanges({ ...r.readers, now: () => now, settleMs: 0, from: idOf(49_000) });
+    for (let i = 1; i <= 501; i++) r.commit(idOf(49_000 + i));
+    assert.equal((await c.next([idOf(49_001)])).length, 500);
+    assert.equal(c.lookAgainInMs(), 0);
+    assert.deepEqual(ids(await c.next()), [idOf(49_501)]);
     assert.equal(c.lookAgainInMs(), null);
   });
 

@@ -1,20 +1,24 @@
 /**
- * A realm stream's cursor over the realm's history (src/hub/runs/runs.stream.ts): which entries a wake
- * has not sent yet. On SQLite transactions commit one at a time, in the order of their ids. On
- * PostgreSQL they commit in any order, so an entry can become visible after one with a later id was
- * read: a read starts after the newest entry seen, and the last `settleMs` are read again (skipping
- * what was sent) when a wake finds nothing newer (a late commit woke it) and at least every
- * RESCAN_MS. A busy realm's wakes so read what is new, not the whole window each time; a late entry
- * whose wake was taken together with a newer one's waits for the next look, which the stream makes
- * within RESCAN_MS after a look that did not read the window (`lookAgainInMs`), even on a realm gone
- * quiet. An entry committed more than `settleMs` after its id was made could still be missed; the
+ * A realm stream's cursor over the realm's history (src/hub/runs/runs.stream.ts): which entries a look
+ * has not sent yet, and where a look must read to find them.
+ *
+ * A change's notice names the first history entry its transaction wrote for a run (src/hub/cluster/bus.ts
+ * `runFeed`), so a look made for notices reads only when one names an entry not read yet, and knows
+ * where that entry is. On SQLite transactions commit one at a time, in the order of their ids: a look
+ * reads after the last entry sent. On PostgreSQL they commit in any order, so an entry can become
+ * visible after one with a later id was read. A look for entries newer than every entry read reads past
+ * the newest (`readNew`, with their runs); a look for an entry below it (a late commit) reads the last
+ * `settleMs` again, skipping what was sent. So does a look that no notice named (the stream's first,
+ * its poll, a notice of a hub that names no entry), and a look at least every RESCAN_MS while entries
+ * keep coming: it finds an entry whose notice was lost, and makes the entries older than the window
+ * final. An entry committed more than `settleMs` after its id was made could still be missed; the
  * hub's transactions take milliseconds.
  */
 
 /** How long after its id is made an entry may still commit, on PostgreSQL. */
 export const SETTLE_MS = 1_000;
 /** The window is read again at least this often while newer entries keep coming. */
-export const RESCAN_MS = 100;
+export const RESCAN_MS = 1_000;
 /** Entries read per statement. */
 const PAGE = 500;
 /** Pages read at most per look at the window. */
@@ -42,19 +46,28 @@ export interface RealmChangesOptions<R> {
   from: string;
 }
 
-export function realmChanges<R>(o: RealmChangesOptions<R>): {
-  next(): Promise<Change<R>[]>;
-  /** After a look that read only past the newest entry: look again within this long (else null). */
+export interface RealmChanges<R> {
+  /**
+   * The entries not sent yet. `named`: the entries the notices since the last look named (it reads
+   * nothing when each was read already); undefined: a look no notice asked for, which reads wherever
+   * an entry may be.
+   */
+  next(named?: readonly string[]): Promise<Change<R>[]>;
+  /** Whether the entry was read already (a notice that names it needs no look). */
+  seen(id: string): boolean;
+  /** After a look that stopped at its limit: look again within this long (else null). */
   lookAgainInMs(): number | null;
-} {
+}
+
+export function realmChanges<R>(o: RealmChangesOptions<R>): RealmChanges<R> {
   /** Entries up to here are final: sent, and no other will commit below it. */
   let floor = o.from;
   /** The newest entry read. */
   let top = o.from;
   /** When the window above `floor` was last read again. */
   let rescanned = Number.NEGATIVE_INFINITY;
-  /** The last look read only past the newest entry: a late entry below it may be there unread. */
-  let partial = false;
+  /** The last look stopped at its limit: there is more to read. */
+  let more = false;
   const sent = new Set<string>();
   /** Entries after `after`, at most `pages` pages; `whole` when the last page was not full. */
   const read = async (after: string, pages: number, reader = o.read) => {
@@ -67,28 +80,31 @@ export function realmChanges<R>(o: RealmChangesOptions<R>): {
     }
     return { rows, whole: false };
   };
+  const seen = (id: string) => id <= floor || sent.has(id);
   return {
-    lookAgainInMs: () => (partial ? RESCAN_MS : null),
-    async next() {
+    seen,
+    lookAgainInMs: () => (more ? 0 : null),
+    async next(named) {
+      if (named && !named.some((id) => !seen(id))) return [];
       if (!o.settleMs) {
-        const { rows } = await read(floor, 1, o.readNew);
+        const { rows, whole } = await read(floor, 1, o.readNew);
+        more = !whole;
         if (rows.length) floor = rows.at(-1)!.id;
         return rows;
       }
       const now = o.now();
-      const rescan = now - rescanned >= RESCAN_MS;
-      const past = rescan ? null : await read(top > floor ? top : floor, PAGES, o.readNew);
-      partial = past !== null && past.rows.length > 0;
-      const got = partial ? past! : await read(floor, PAGES);
-      if (!partial) rescanned = now;
-      const whole = !partial && got.whole;
+      const past =
+        named !== undefined && now - rescanned < RESCAN_MS && named.every((id) => seen(id) || id > top);
+      const got = past ? await read(top > floor ? top : floor, PAGES, o.readNew) : await read(floor, PAGES);
+      more = !got.whole;
+      if (!past) rescanned = now;
       const fresh = got.rows.filter((r) => !sent.has(r.id));
       for (const r of fresh) sent.add(r.id);
       const last = got.rows.at(-1)?.id;
       if (last !== undefined && last > top) top = last;
       // After a whole look at the window, entries older than it are final: read no more of them.
       const horizon = idAt(now - o.settleMs);
-      if (whole && horizon > floor) {
+      if (!past && got.whole && horizon > floor) {
         floor = horizon;
         for (const id of sent) if (id <= floor) sent.delete(id);
       }

@@ -154,6 +154,74 @@ describe('live updates: run and realm event streams', () => {
     assert.equal(mine.at(-1), 'succeeded');
   });
 
+  it('a realm stream reads nothing for a run’s log lines, and once for a change it has not read', async () => {
+    const hub = h.running.hub;
+    const { runId, report, log } = await startedRun();
+    // The realm stream's reads of the realm's history, counted at the hub's handle.
+    const executor = hub.db.getExecutor();
+    const execute = executor.executeQuery.bind(executor);
+    let reads = 0;
+    executor.executeQuery = ((...args: Parameters<typeof execute>) => {
+      const { sql } = args[0];
+      if (/from "run_history"/.test(sql) && /"realm_id" = /.test(sql)) reads++;
+      return execute(...args);
+    }) as typeof executor.executeQuery;
+    const controller = new AbortController();
+    const realmStates: string[] = [];
+    let realmOpened!: () => void;
+    const realmOpen = new Promise<void>((resolve) => (realmOpened = resolve));
+    let ended!: () => void;
+    const end = new Promise<void>((resolve) => (ended = resolve));
+    const realm = followEvents(`${h.url}/v1/realms/${w.realmId}/events`, {
+      token: w.tokens.realm_member,
+      signal: controller.signal,
+      onOpen: () => realmOpened(),
+      onEvent(e) {
+        const run = e.data as { run_id: string; state: string };
+        if (run.run_id !== runId) return false;
+        realmStates.push(run.state);
+        if (run.state === 'succeeded') ended();
+        return false;
+      },
+    });
+    // The run's own stream shows when each batch of lines was told to the streams of this process.
+    const waiting = new Map<string, () => void>();
+    const shown = (text: string) => new Promise<void>((resolve) => waiting.set(text, resolve));
+    const runFollowed = followEvents(runStream(runId), {
+      token: w.tokens.realm_member,
+      signal: controller.signal,
+      onEvent(e) {
+        if (e.event === 'log') waiting.get((e.data as { text: string }).text)?.();
+        return false;
+      },
+    });
+    try {
+      await realmOpen;
+      const before = reads;
+      for (let batch = 0; batch < 10; batch++) {
+        const line = shown(`line ${batch}`);
+        await log(`line ${batch}`);
+        await line;
+      }
+      await report('succeeded');
+      await end;
+      assert.deepEqual(
+        realmStates,
+        ['succeeded'],
+        'the realm stream sent the run’s end, nothing for its lines',
+      );
+      // The end's look, and at most one look at the window (made at least every second).
+      assert.ok(
+        reads - before <= 2,
+        `${reads - before} reads of the realm's history for ten batches of lines and an end`,
+      );
+    } finally {
+      executor.executeQuery = execute;
+      controller.abort();
+      await Promise.allSettled([realm, runFollowed]);
+    }
+  });
+
   it('a realm stream reads the changes after its cursor by an index, not by walking the realm’s runs', async (t) => {
     const hub = h.running.hub;
     if (hub.dialect !== 'sqlite') return t.skip('a query plan of SQLite');

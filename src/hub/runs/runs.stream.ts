@@ -7,7 +7,7 @@ import { isTerminal } from '../../shared/api/run-states.js';
 import { AppError } from '../../shared/errors.js';
 import { requireRealm } from '../access/access.service.js';
 import { authenticate } from '../auth/authenticate.js';
-import { runFeed } from '../cluster/bus.js';
+import { LOGGED, type RunChange, runFeed } from '../cluster/bus.js';
 import type { Hub } from '../context.js';
 import { historyAfter, realmChangesAfter, realmChangesWithRuns } from './history.repo.js';
 import { logLinesAfter } from './logs.repo.js';
@@ -21,7 +21,8 @@ import { loadRun, loadRuns } from './runs.repo.js';
  *   GET /v1/realms/<realm_id>/events — `state` of every run of the realm that changes
  * Each stream reads the database when its run (or realm) changes, on whichever hub process the change
  * was made (`runFeed`, src/hub/cluster/bus.ts), and at least every `streamPollMs` in case a
- * notification was lost; it sends only what is new, and the changes of the `streamBatchMs` after a
+ * notification was lost; a realm stream only for history entries it has not read (realm-changes.ts),
+ * not for log lines; it sends only what is new, and the changes of the `streamBatchMs` after a
  * step together. Event ids are cursors: a client that reconnects with `Last-Event-ID` gets what came
  * after, without gaps or repeats.
  */
@@ -99,10 +100,21 @@ export function registerRunStreams(app: FastifyInstance, hub: Hub): void {
       // Without Last-Event-ID: changes from now on (history ids are time-ordered).
       from: given ?? hub.newId(),
     });
-    const s = start(reply, req, { open, ...timing }, (realm) => realm === realm_id);
+    // The entries the notices since the last look named; null: one named none (read everything).
+    let named: string[] | null = [];
+    const s = start(reply, req, { open, ...timing }, (realm, _run, what) => {
+      // A change of logs only is no state change; an entry read already needs no look.
+      if (realm !== realm_id || what === LOGGED) return false;
+      if (what === undefined) named = null;
+      else if (changes.seen(what)) return false;
+      else named?.push(what);
+      return true;
+    });
     await s.loop(async () => {
-      const fresh = await changes.next();
-      // A look that read only past the newest entry may have left a late one below it: look again soon.
+      // A look that no notice asked for (the first, the poll, a look asked for) reads everything.
+      const asked = named?.length ? named : undefined;
+      named = [];
+      const fresh = await changes.next(asked);
       s.lookAgainIn(changes.lookAgainInMs());
       if (fresh.length === 0) return true;
       // The runs read with their entries; those of entries the window's look found, read now.
@@ -153,7 +165,7 @@ function start(
   reply: FastifyReply,
   req: FastifyRequest,
   streams: { open: Set<Stream>; pollMs: number; batchMs: number },
-  concerns: (realmId: string, runId: string) => boolean,
+  concerns: (realmId: string, runId: string, what: RunChange) => boolean,
 ): Stream {
   const { open, pollMs, batchMs } = streams;
   reply.hijack();
@@ -172,8 +184,8 @@ function start(
   let soon: number | null = null;
   // A change that arrives while a step runs makes the next step start at once.
   let changed = false;
-  const onChange = (realmId: string, runId: string) => {
-    if (!concerns(realmId, runId)) return;
+  const onChange = (realmId: string, runId: string, what: RunChange) => {
+    if (!concerns(realmId, runId, what)) return;
     changed = true;
     wake?.();
   };
