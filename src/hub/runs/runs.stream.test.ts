@@ -154,16 +154,19 @@ describe('live updates: run and realm event streams', () => {
     assert.equal(mine.at(-1), 'succeeded');
   });
 
-  it('a realm stream reads nothing for a run’s log lines, and once for a change it has not read', async () => {
+  it('a run’s log lines make its stream read the lines alone, and no realm stream read at all', async () => {
     const hub = h.running.hub;
     const { runId, report, log } = await startedRun();
-    // The realm stream's reads of the realm's history, counted at the hub's handle.
+    // The streams' reads, counted at the hub's handle: of the realm's history, and of the run's
+    // history and row.
     const executor = hub.db.getExecutor();
     const execute = executor.executeQuery.bind(executor);
     let reads = 0;
+    let factsRead = 0;
     executor.executeQuery = ((...args: Parameters<typeof execute>) => {
       const { sql } = args[0];
       if (/from "run_history"/.test(sql) && /"realm_id" = /.test(sql)) reads++;
+      if (/from "(run_history|runs)"/.test(sql) && /"run_id" = /.test(sql)) factsRead++;
       return execute(...args);
     }) as typeof executor.executeQuery;
     const controller = new AbortController();
@@ -187,22 +190,28 @@ describe('live updates: run and realm event streams', () => {
     // The run's own stream shows when each batch of lines was told to the streams of this process.
     const waiting = new Map<string, () => void>();
     const shown = (text: string) => new Promise<void>((resolve) => waiting.set(text, resolve));
+    let stateShown!: () => void;
+    const firstState = new Promise<void>((resolve) => (stateShown = resolve));
     const runFollowed = followEvents(runStream(runId), {
       token: w.tokens.realm_member,
       signal: controller.signal,
       onEvent(e) {
         if (e.event === 'log') waiting.get((e.data as { text: string }).text)?.();
+        if (e.event === 'state') stateShown();
         return false;
       },
     });
     try {
       await realmOpen;
+      await firstState;
       const before = reads;
+      const factsBefore = factsRead;
       for (let batch = 0; batch < 10; batch++) {
         const line = shown(`line ${batch}`);
         await log(`line ${batch}`);
         await line;
       }
+      assert.equal(factsRead - factsBefore, 0, 'the run stream read the lines alone');
       await report('succeeded');
       await end;
       assert.deepEqual(

@@ -53,29 +53,54 @@ export function registerRunStreams(app: FastifyInstance, hub: Hub): void {
     const actor = await authenticate(hub, req.headers.authorization);
     await visibleRun(hub, actor, run_id, 'runs.view');
     let cursor = decodeRunCursor(lastEventId(req));
-    const s = start(reply, req, { open, ...timing }, (_realm, run) => run === run_id);
+    // What the changes since the last step touched; neither: a step no change asked for (the
+    // first, the poll), which reads everything.
+    const touched = { logs: false, facts: false };
+    const s = start(reply, req, { open, ...timing }, (_realm, run, what) => {
+      if (run !== run_id) return false;
+      if (what !== LOGGED) touched.facts = true;
+      if (what === LOGGED || what === undefined) touched.logs = true;
+      return true;
+    });
     let sent = '';
+    let state: RunsTable['state'] | null = null;
     await s.loop(async () => {
-      const history = await historyAfter(hub.db, run_id, cursor.history, BATCH);
-      for (const h of history) {
-        cursor = { ...cursor, history: h.id };
-        s.event('history', encodeRunCursor(cursor), h.entry);
+      const all = !touched.logs && !touched.facts;
+      const { logs: readLogs, facts: readFacts } = touched;
+      touched.logs = touched.facts = false;
+      let more = false;
+      // A history entry comes with every change of the run's state, phase or pending control.
+      if (all || readFacts) {
+        const history = await historyAfter(hub.db, run_id, cursor.history, BATCH);
+        for (const h of history) {
+          cursor = { ...cursor, history: h.id };
+          s.event('history', encodeRunCursor(cursor), h.entry);
+        }
+        more = history.length === BATCH;
       }
-      const logs = await logLinesAfter(hub.db, run_id, cursor.log, BATCH);
-      for (const l of logs) {
-        cursor = { ...cursor, log: l.seq };
-        s.event('log', encodeRunCursor(cursor), l);
+      // Log lines alone change nothing else. Once the run has ended they are all read.
+      const run = all || readFacts ? await loadRun(hub.db, run_id) : undefined;
+      if (run === undefined && (all || readFacts)) return false;
+      if (run) state = run.state;
+      if (all || readLogs || (state !== null && isTerminal(state))) {
+        const logs = await logLinesAfter(hub.db, run_id, cursor.log, BATCH);
+        for (const l of logs) {
+          cursor = { ...cursor, log: l.seq };
+          s.event('log', encodeRunCursor(cursor), l);
+        }
+        more ||= logs.length > BATCH;
       }
-      const run = await loadRun(hub.db, run_id);
-      if (!run) return false;
-      const key = `${run.state}|${run.updated_at}|${run.current_phase}`;
-      if (key !== sent) {
-        sent = key;
-        s.event('state', encodeRunCursor(cursor), await showRun(hub, run, false));
+      if (run) {
+        const key = `${run.state}|${run.updated_at}|${run.current_phase}`;
+        if (key !== sent) {
+          sent = key;
+          s.event('state', encodeRunCursor(cursor), await showRun(hub, run, false));
+        }
       }
-      const caughtUp = history.length <= BATCH && logs.length <= BATCH;
+      // What a step left unread is read at once.
+      s.lookAgainIn(more ? 0 : null);
       // The stream ends after the run's final state, once every line before it was sent.
-      return !(caughtUp && isTerminal(run.state));
+      return more || state === null || !isTerminal(state);
     });
   });
 
