@@ -95,6 +95,17 @@ describe('prepared queries', () => {
     assert.deepEqual(await query(d.db, 'y').execute(), [{ id: 'c' }]);
   });
 
+  it('on PostgreSQL gives its text with the parameters numbered from where another statement left off', {
+    skip: TEST_DB !== 'postgres' && 'a statement is made of others on PostgreSQL only',
+  }, async () => {
+    const setN = preparedQuery((db: Kysely<Things>, id: string, n: number) =>
+      db.updateTable('things').set({ n }).where('id', '=', id).where('kind', '=', 'x'),
+    );
+    const part = setN(d.db, 'a', 5).pgText!(3);
+    assert.equal(part.text, 'update "things" set "n" = $3 where "id" = $4 and "kind" = $5');
+    assert.deepEqual(part.parameters, [5, 'a', 'x'], 'the values bound, the constant of the query with them');
+  });
+
   it('pairs values bound as one JSON object (entriesOf), in a statement of one shape', async () => {
     const setN = preparedQuery((db: Kysely<Things>, ns: string) =>
       db

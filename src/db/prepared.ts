@@ -75,6 +75,11 @@ interface Template {
   listsAsJson: boolean;
   /** An insert, update or delete: shown to the plugins at each run. */
   write: boolean;
+  /**
+   * PostgreSQL: the text between its placeholders `$1`…`$n`, which appear once each and in order, to
+   * number them from elsewhere (`BoundQuery.pgText`); undefined when the text is not of that form.
+   */
+  between?: string[] | undefined;
 }
 
 /** SQL text → statement name, for the hot queries compiled on PostgreSQL. */
@@ -93,6 +98,18 @@ export function statementName(sqlText: string): string | undefined {
 export interface BoundQuery<R> extends OperationNodeSource {
   compile(): CompiledQuery<R>;
   execute(): Promise<R[]>;
+  /**
+   * PostgreSQL: its text with the parameters numbered from `$first`, to make part of a larger
+   * statement (a transaction's kept writes, src/hub/cluster/bus.ts) without building it again.
+   */
+  pgText?(first: number): { text: string; parameters: unknown[] };
+}
+
+/** The text around the placeholders `$1`…`$count`, when each appears once and in order. */
+function textBetween(sqlText: string, count: number): string[] | undefined {
+  const found = sqlText.match(/\$\d+/g) ?? [];
+  if (found.length !== count || found.some((p, i) => p !== `$${i + 1}`)) return undefined;
+  return sqlText.split(/\$\d+/);
 }
 
 /**
@@ -116,7 +133,13 @@ export function preparedQuery<D, A extends unknown[], R>(
     if (postgres) {
       names.set(compiled.sql, `svc_${createHash('sha256').update(compiled.sql).digest('hex').slice(0, 20)}`);
     }
-    return { compiled, slots, listsAsJson: !postgres, write: isWrite(compiled) };
+    return {
+      compiled,
+      slots,
+      listsAsJson: !postgres,
+      write: isWrite(compiled),
+      between: postgres ? textBetween(compiled.sql, compiled.parameters.length) : undefined,
+    };
   };
   return (db, ...args) => {
     const adapter = db.getExecutor().adapter;
@@ -125,7 +148,7 @@ export function preparedQuery<D, A extends unknown[], R>(
       t = compile(db);
       templates.set(adapter, t);
     }
-    const { compiled, slots, listsAsJson, write } = t;
+    const { compiled, slots, listsAsJson, write, between } = t;
     const parameters = slots.map((s, i) => {
       if (s < 0) return compiled.parameters[i];
       const arg = args[s];
@@ -142,6 +165,12 @@ export function preparedQuery<D, A extends unknown[], R>(
         return (await db.executeQuery<R>({ ...bound, queryId })).rows;
       },
       toOperationNode: () => build(db, ...args).toOperationNode(),
+      ...(between && {
+        pgText: (first: number) => ({
+          text: between.reduce((text, part, i) => `${text}$${first + i - 1}${part}`),
+          parameters,
+        }),
+      }),
     };
   };
 }

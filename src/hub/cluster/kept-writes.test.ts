@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import { startTestHub, type TestHub } from '../../../test/helpers/hub.js';
 import { buildWorld, type World } from '../../../test/helpers/world.js';
 import type { DB } from '../../db/index.js';
+import { preparedQuery } from '../../db/prepared.js';
 import { AppError } from '../../shared/errors.js';
 import { inTx, Rollback, rolledBack } from '../daemons/commands.js';
 import { expectOne, insertRows, notifyRunLogged, runFeed, writeThenNotify } from './bus.js';
@@ -90,6 +91,53 @@ describe('writes kept until the commit', () => {
       events,
     );
     assert.deepEqual(await commandsOf('test/columns'), [7]);
+  });
+
+  it('a prepared write goes with the inserts, its parameters numbered after theirs', async () => {
+    const stamp = Date.now().toString(36);
+    const row = (id: string, type: string) => ({
+      id,
+      type,
+      org_id: null,
+      realm_id: w.realmId,
+      subject_id: 'subject',
+      payload: '{}',
+      created_at: 1,
+    });
+    const retype = preparedQuery((db: Kysely<DB>, id: string, type: string) =>
+      db.updateTable('events').set({ type }).where('id', '=', id),
+    );
+    await writeThenNotify(
+      h.running.hub.db,
+      [insertRows(h.running.hub.db, 'events', [row(`a-${stamp}`, 'before')])],
+      [],
+    );
+    await inTx(h.running.hub, async (tx) => {
+      const db = tx.db as Kysely<DB>;
+      await writeThenNotify(
+        db,
+        [
+          insertRows(db, 'events', [row(`b-${stamp}`, 'new')]),
+          retype(db, `a-${stamp}`, 'after'),
+          insertRows(db, 'events', [row(`c-${stamp}`, 'newer')]),
+        ],
+        [],
+      );
+    });
+    const rows = await h.running.hub.db
+      .selectFrom('events')
+      .select(['id', 'type'])
+      .where(
+        'id',
+        'in',
+        ['a', 'b', 'c'].map((x) => `${x}-${stamp}`),
+      )
+      .orderBy('id')
+      .execute();
+    assert.deepEqual(
+      rows.map((r) => r.type),
+      ['after', 'new', 'newer'],
+    );
   });
 
   it('writes nothing when the transaction rolls back, even after part of it was sent', async () => {
