@@ -160,3 +160,34 @@ export async function waitForRun(
 
 export const ended = (run: { state: string }) =>
   ['succeeded', 'failed', 'cancelled', 'terminated', 'lost'].includes(run.state);
+
+/** The types of a run's history entries, oldest first, read from the hub's database. */
+export async function historyTypes(hub: Hub, runId: string): Promise<string[]> {
+  const rows = await hub.db
+    .selectFrom('run_history')
+    .select('type')
+    .where('run_id', '=', runId)
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => r.type);
+}
+
+/** Counts the statements `matches` picks among those run at the hub's handle while `fn` runs. */
+export async function countingQueries<T>(
+  hub: Hub,
+  matches: (query: { sql: string; parameters: readonly unknown[] }) => boolean,
+  fn: (count: () => number) => Promise<T>,
+): Promise<T> {
+  const executor = hub.db.getExecutor();
+  const execute = executor.executeQuery.bind(executor);
+  let n = 0;
+  executor.executeQuery = ((...args: Parameters<typeof execute>) => {
+    if (matches(args[0])) n++;
+    return execute(...args);
+  }) as typeof executor.executeQuery;
+  try {
+    return await fn(() => n);
+  } finally {
+    executor.executeQuery = execute;
+  }
+}

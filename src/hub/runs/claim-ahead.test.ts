@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { post, type TestHub } from '../../../test/helpers/hub.js';
-import { hubWithTeam } from '../../../test/helpers/runs.js';
+import { historyTypes, hubWithTeam } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import type { World } from '../../../test/helpers/world.js';
 import { isPostgres } from '../../db/index.js';
@@ -73,15 +73,7 @@ describe('claims made ahead of their answer', () => {
   const claim = (url: string, itemId: string) =>
     post(`${url}/v1/queue/claim`, { queue_item_id: itemId, daemon_id: w.daemonId }, w.tokens.realm_token);
 
-  async function historyTypes(runId: string): Promise<string[]> {
-    const rows = await h.running.hub.db
-      .selectFrom('run_history')
-      .select('type')
-      .where('run_id', '=', runId)
-      .orderBy('id')
-      .execute();
-    return rows.map((r) => r.type);
-  }
+  const historyOf = (runId: string) => historyTypes(h.running.hub, runId);
 
   async function executeCommands(runId: string): Promise<{ body: string }[]> {
     const rows = await h.running.hub.db
@@ -106,7 +98,7 @@ describe('claims made ahead of their answer', () => {
     const execute = await commandOf(client, 'runs/execute', runId);
     const { tx_id: _, ...body } = execute.body as { tx_id: string; lease_epoch: number };
     assert.deepEqual(body, await bodyAfterReading(hub, runId));
-    assert.deepEqual(await historyTypes(runId), ['run.queued', 'run.offered', 'run.claimed']);
+    assert.deepEqual(await historyOf(runId), ['run.queued', 'run.offered', 'run.claimed']);
     assert.equal((await executeCommands(runId)).length, 1);
     return body;
   }
@@ -170,7 +162,7 @@ describe('claims made ahead of their answer', () => {
       const lost = await claim(h.url, itemId);
       assert.equal(lost.status, 200);
       assert.deepEqual(lost.body.data, { claimed: false, queue_item_id: itemId });
-      assert.deepEqual(await historyTypes(runId), ['run.queued', 'run.offered']);
+      assert.deepEqual(await historyOf(runId), ['run.queued', 'run.offered']);
       assert.deepEqual(await executeCommands(runId), []);
       const run = await loadRun(hub.db, runId);
       assert.equal(run?.state, 'offered');

@@ -28,6 +28,12 @@ import type { RunsTable } from '../../db/schema.js';
  * transaction, never a wrong hand-over. An entry is forgotten as it is taken, and the oldest past
  * `maxOffered`; a run whose row is larger than `MAX_OFFERED_CHARS` (its inputs, mostly) is not kept,
  * so that the entries weigh a few megabytes at most.
+ *
+ * In the same way it keeps the runs this process handed over to a daemon or applied a report of, as
+ * written (`held`): the next report of such a run, which comes through this process with the daemon's
+ * tunnel, is applied from that row instead of a read of it (runs/daemon.service.ts). Its write checks
+ * every column a report reads (runs.repo.ts `mustMoveRow`), so a row another process changed since
+ * (a cancel, a lease lost) refuses the transaction, and the report is applied again from a read.
  */
 export interface ClaimedItems {
   /** `daemon` won `itemId` (called once the claim has committed). */
@@ -40,6 +46,10 @@ export interface ClaimedItems {
   offered(run: RunsTable): void;
   /** The run offered with `itemId` through this process, if kept; forgotten as it is taken. */
   takeOffered(itemId: string): RunsTable | undefined;
+  /** This process wrote `run` (a daemon holds it), once that has committed. */
+  held(run: RunsTable): void;
+  /** The run as this process last wrote it, if kept; forgotten as it is taken. */
+  takeHeld(runId: string): RunsTable | undefined;
 }
 
 /** The largest row kept as offered, in characters of its text columns (about a notice's size). */
@@ -57,12 +67,27 @@ export interface ClaimedItemsOptions {
   max?: number;
   /** Offered runs kept at most. */
   maxOffered?: number;
+  /** Held runs kept at most. */
+  maxHeld?: number;
 }
 
 export function createClaimedItems(opts: ClaimedItemsOptions = {}): ClaimedItems {
-  const { max = 10_000, maxOffered = 1_000 } = opts;
+  const { max = 10_000, maxOffered = 1_000, maxHeld = 2_000 } = opts;
   const items = new Map<string, { daemonId: string; realmId: string }>();
   const offered = new Map<string, RunsTable>();
+  const held = new Map<string, RunsTable>();
+  /** Keeps `run` under `key`, as the newest entry, unless it is too large; the oldest past `most` go. */
+  const keep = (kept: Map<string, RunsTable>, key: string, run: RunsTable, most: number) => {
+    kept.delete(key);
+    if (charsOf(run) > MAX_OFFERED_CHARS) return;
+    kept.set(key, run);
+    if (kept.size > most) kept.delete(kept.keys().next().value!);
+  };
+  const take = (kept: Map<string, RunsTable>, key: string) => {
+    const run = kept.get(key);
+    kept.delete(key);
+    return run;
+  };
   /** Per item being decided: the end of its last claim's decision. */
   const deciding = new Map<string, Promise<unknown>>();
   return {
@@ -87,15 +112,9 @@ export function createClaimedItems(opts: ClaimedItemsOptions = {}): ClaimedItems
       });
       return mine;
     },
-    offered(run) {
-      if (charsOf(run) > MAX_OFFERED_CHARS) return;
-      offered.set(run.queue_item_id!, run);
-      if (offered.size > maxOffered) offered.delete(offered.keys().next().value!);
-    },
-    takeOffered(itemId) {
-      const run = offered.get(itemId);
-      offered.delete(itemId);
-      return run;
-    },
+    offered: (run) => keep(offered, run.queue_item_id!, run, maxOffered),
+    takeOffered: (itemId) => take(offered, itemId),
+    held: (run) => keep(held, run.run_id, run, maxHeld),
+    takeHeld: (runId) => take(held, runId),
   };
 }

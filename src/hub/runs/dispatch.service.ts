@@ -483,6 +483,8 @@ async function handOverRun(
 ): Promise<number | null> {
   if (assigned) {
     await movedBy(tx, 'offered', run!, { type: 'run.claimed', actor: daemonActor(daemonId) });
+    // Its daemon's first report may be applied from the row as the claim wrote it (daemon.service.ts).
+    if (isPostgres(tx.db)) tx.afterCommit(async () => tx.hub.claims.held(run!));
     return sendExecute(tx, run!, leaseMs);
   }
   if (run?.state !== 'offered') return null;

@@ -37,15 +37,19 @@ export interface Move {
 /**
  * The row of a run that several moves and steps change in one transaction (a daemon's report with
  * the events that follow it), written once: the state the last move leaves it in and every column
- * the moves set, still guarded by the state and lease epoch it was read in. Each move is checked
- * against the state table and writes its history entry as it is made. A run that changed meanwhile
- * refuses the whole transaction (`RUN_CHANGED`): on PostgreSQL the write does not wait for its answer
- * but leaves with the transaction's next statement, which then fails (runs.repo.ts `mustMoveRow`).
+ * the moves set. The write checks that the row is still as the report found it: in its state with its
+ * lease epoch, and every other column a report reads (runs.repo.ts `mustMoveRow`), whether the row was
+ * read in this transaction or is the row as this process last wrote it (runs/daemon.service.ts). Each
+ * move is checked against the state table and writes its history entry as it is made. A run that
+ * changed meanwhile refuses the whole transaction (`RUN_CHANGED`): on PostgreSQL the write does not
+ * wait for its answer but leaves with the transaction's next statement, which then fails.
  */
 export class RunWrite {
   private to: RunState;
   private readonly set: RunChanges = {};
   private changed = false;
+  /** Whether a write was made. */
+  wrote = false;
 
   constructor(private readonly run: RunsTable) {
     this.to = run.state;
@@ -62,7 +66,14 @@ export class RunWrite {
   async write(db: Kysely<DB>): Promise<void> {
     if (!this.changed) return;
     this.changed = false;
-    await mustMoveRow(db, this.run, this.to, this.set, RUN_CHANGED);
+    // A second write finds the row as the first left it, which only this transaction has seen.
+    await mustMoveRow(db, this.run, this.to, this.set, RUN_CHANGED, !this.wrote);
+    this.wrote = true;
+  }
+
+  /** The row as the writes leave it. */
+  row(): RunsTable {
+    return { ...this.run, ...this.set, state: this.to };
   }
 }
 

@@ -87,6 +87,10 @@ function updateAsRead(db: Kysely<DB>, run: RunsTable) {
  * longer in `run.state` with `run.lease_epoch`. On PostgreSQL, in a transaction that keeps its writes,
  * it does not wait for the row: the move leaves with the transaction's next statement, which fails if
  * the row had changed (src/hub/cluster/bus.ts `expectOne`).
+ *
+ * `asFound`: the move also checks that every other column a daemon's report reads (`REPORT_READS`) is
+ * still as in `run`, which a report read in its transaction or took as this process last wrote it
+ * (runs/daemon.service.ts): a cancel or an acknowledged command made since refuses it.
  */
 export function mustMoveRow(
   db: Kysely<DB>,
@@ -94,21 +98,35 @@ export function mustMoveRow(
   to: RunState,
   set: RunChanges,
   message: string,
+  asFound = false,
 ): Promise<void> {
-  return expectOne(db, moveWrite(db, run, to, set), message);
+  return expectOne(db, moveWrite(db, run, to, set, asFound), message);
 }
 
+/**
+ * The columns a daemon's report reads besides the state and the lease epoch (its daemon changes only
+ * with the epoch): what a cancel, a resume or an acknowledged command changes.
+ */
+const REPORT_READS = ['pending_control', 'control_tx_id', 'error', 'outputs', 'current_phase'] as const;
+
 /** An unguarded move's statement, answering the row it moved (`run_id`). */
-function moveWrite(db: Kysely<DB>, run: RunsTable, to: RunState, set: RunChanges) {
+function moveWrite(db: Kysely<DB>, run: RunsTable, to: RunState, set: RunChanges, asFound = false) {
   const columns = Object.keys(set).filter((c) => set[c as keyof RunChanges] !== undefined);
-  const move = moveOf(columns);
+  const move = moveOf(columns, asFound);
   if (move) {
     const values = columns.map((c) => set[c as keyof RunChanges]);
-    return move(db, ...values, to, run.run_id, run.state, run.lease_epoch);
+    const found = asFound ? REPORT_READS.map((c) => run[c]) : [];
+    return move(db, ...values, to, run.run_id, run.state, run.lease_epoch, ...found);
   }
   return updateAsRead(db, run)
     .set(merged(set, { state: to }))
+    .$if(asFound, (q) => q.where((eb) => eb.and(REPORT_READS.map((c) => sameAs(eb, c, run[c])))))
     .returning('run_id');
+}
+
+/** `column` holds `value` (null included: PostgreSQL's `is not distinct from`, SQLite's `is`). */
+function sameAs(eb: ExpressionBuilder<DB, 'runs'>, column: (typeof REPORT_READS)[number], value: unknown) {
+  return eb(column, 'is not distinct from', value as never);
 }
 
 /**
@@ -116,8 +134,8 @@ function moveWrite(db: Kysely<DB>, run: RunsTable, to: RunState, set: RunChanges
  * (src/db/prepared.ts): a run's moves set a handful of combinations, over and over. Undefined past
  * MAX_MOVE_SHAPES combinations, which are then built at each call.
  */
-function moveOf(columns: readonly string[]) {
-  const key = columns.join(',');
+function moveOf(columns: readonly string[], asFound: boolean) {
+  const key = `${asFound ? 'as found:' : ''}${columns.join(',')}`;
   let move = moveShapes.get(key);
   if (!move && moveShapes.size < MAX_MOVE_SHAPES) {
     const n = columns.length;
@@ -130,8 +148,11 @@ function moveOf(columns: readonly string[]) {
           .where('run_id', '=', args[n + 1] as string)
           .where('state', '=', args[n + 2] as RunState)
           .where('lease_epoch', '=', args[n + 3] as number)
+          .$if(asFound, (q) =>
+            q.where((eb) => eb.and(REPORT_READS.map((c, i) => sameAs(eb, c, args[n + 4 + i])))),
+          )
           .returning('run_id'),
-      n + 4,
+      n + 4 + (asFound ? REPORT_READS.length : 0),
     );
     moveShapes.set(key, move);
   }

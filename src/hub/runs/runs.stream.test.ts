@@ -4,7 +4,7 @@ import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { CompiledQuery } from 'kysely';
 import { post, type TestHub } from '../../../test/helpers/hub.js';
-import { hubWithTeam } from '../../../test/helpers/runs.js';
+import { countingQueries, hubWithTeam } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import type { World } from '../../../test/helpers/world.js';
 import { followEvents, type StreamEvent, StreamRefused } from '../../shared/api/event-stream.js';
@@ -157,18 +157,6 @@ describe('live updates: run and realm event streams', () => {
   it('a run’s log lines make its stream read the lines alone, and no realm stream read at all', async () => {
     const hub = h.running.hub;
     const { runId, report, log } = await startedRun();
-    // The streams' reads, counted at the hub's handle: of the realm's history, and of the run's
-    // history and row.
-    const executor = hub.db.getExecutor();
-    const execute = executor.executeQuery.bind(executor);
-    let reads = 0;
-    let factsRead = 0;
-    executor.executeQuery = ((...args: Parameters<typeof execute>) => {
-      const { sql } = args[0];
-      if (/from "run_history"/.test(sql) && /"realm_id" = /.test(sql)) reads++;
-      if (/from "(run_history|runs)"/.test(sql) && /"run_id" = /.test(sql)) factsRead++;
-      return execute(...args);
-    }) as typeof executor.executeQuery;
     const controller = new AbortController();
     const realmStates: string[] = [];
     let realmOpened!: () => void;
@@ -201,19 +189,27 @@ describe('live updates: run and realm event streams', () => {
         return false;
       },
     });
+    // The streams' reads: of the realm's history, and of the run's history and row.
+    const ofRealm = (q: { sql: string }) => /from "run_history"/.test(q.sql) && /"realm_id" = /.test(q.sql);
+    const ofRun = (q: { sql: string }) =>
+      /from "(run_history|runs)"/.test(q.sql) && /"run_id" = /.test(q.sql);
     try {
       await realmOpen;
       await firstState;
-      const before = reads;
-      const factsBefore = factsRead;
-      for (let batch = 0; batch < 10; batch++) {
-        const line = shown(`line ${batch}`);
-        await log(`line ${batch}`);
-        await line;
-      }
-      assert.equal(factsRead - factsBefore, 0, 'the run stream read the lines alone');
-      await report('succeeded');
-      await end;
+      const realmReads = await countingQueries(hub, ofRealm, async (reads) => {
+        const runReads = await countingQueries(hub, ofRun, async (count) => {
+          for (let batch = 0; batch < 10; batch++) {
+            const line = shown(`line ${batch}`);
+            await log(`line ${batch}`);
+            await line;
+          }
+          return count();
+        });
+        assert.equal(runReads, 0, 'the run stream read the lines alone');
+        await report('succeeded');
+        await end;
+        return reads();
+      });
       assert.deepEqual(
         realmStates,
         ['succeeded'],
@@ -221,11 +217,10 @@ describe('live updates: run and realm event streams', () => {
       );
       // The end's look, and at most one look at the window (made at least every second).
       assert.ok(
-        reads - before <= 2,
-        `${reads - before} reads of the realm's history for ten batches of lines and an end`,
+        realmReads <= 2,
+        `${realmReads} reads of the realm's history for ten batches of lines and an end`,
       );
     } finally {
-      executor.executeQuery = execute;
       controller.abort();
       await Promise.allSettled([realm, runFollowed]);
     }
