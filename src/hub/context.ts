@@ -187,7 +187,7 @@ export const DEFAULT_HUB_CONFIG: HubConfig = {
   outboxScanMs: 2_000,
   outboxResendMs: 30_000,
   outboxSentRecordMs: 200,
-  ackWindowMs: 20,
+  ackWindowMs: 100,
   streamPollMs: 2_000,
   streamBatchMs: 10,
   dispatchTokenTtlMs: 5 * 60 * 1000,
