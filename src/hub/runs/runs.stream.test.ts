@@ -281,6 +281,8 @@ describe('live updates: run and realm event streams', () => {
     const open = new Promise<void>((resolve) => (opened = resolve));
     let sawSlow!: () => void;
     const slowSeen = new Promise<void>((resolve) => (sawSlow = resolve));
+    let sawQuickEnd!: () => void;
+    const quickEnded = new Promise<void>((resolve) => (sawQuickEnd = resolve));
     const controller = new AbortController();
     const following = followEvents(`${h.url}/v1/realms/${w.realmId}/events`, {
       token: w.tokens.realm_member,
@@ -290,6 +292,7 @@ describe('live updates: run and realm event streams', () => {
         const run = e.data as { run_id: string; state: string };
         seen.push(run);
         if (run.run_id === slow.runId) sawSlow();
+        if (run.run_id === quick.runId && run.state === 'succeeded') sawQuickEnd();
         return false;
       },
     });
@@ -307,9 +310,7 @@ describe('live updates: run and realm event streams', () => {
     });
     await inserted;
     await quick.report('succeeded');
-    while (!seen.some((x) => x.run_id === quick.runId && x.state === 'succeeded')) {
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await quickEnded;
     release();
     await late;
     await slowSeen;
