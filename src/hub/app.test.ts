@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { post, startTestHub, type TestHub } from '../../test/helpers/hub.js';
 import { mintToken } from '../shared/tokens.js';
@@ -96,5 +98,23 @@ describe('hub HTTP basics', () => {
     assert.match(metrics, /svc_hub_requests_total\{route="\/v1\/tokens\/create",status="400"\} \d+/);
     assert.match(metrics, /svc_hub_requests_total\{route="unknown",status="404"\} \d+/);
     assert.doesNotMatch(metrics, /route="\/v1\/\*"/);
+  });
+});
+
+describe('stopping the hub', () => {
+  it('cuts a connection that has sent nothing instead of waiting the grace period for it', {
+    timeout: 60_000,
+  }, async () => {
+    // A grace period longer than the test's timeout: a stop that waited for it would fail the test.
+    const h = await startTestHub({ config: { shutdownGraceMs: 600_000 } });
+    const { port } = new URL(h.url);
+    const spare = net.connect(Number(port), '127.0.0.1');
+    await once(spare, 'connect');
+    const cut = once(spare, 'close');
+    // A kept-alive connection that sent a request and is idle now is closed too, as before.
+    assert.equal((await post(`${h.url}/v1/auth/whoami`, {}, null)).status, 401);
+    await h.close();
+    await cut;
+    assert.equal(spare.destroyed, true);
   });
 });

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
@@ -40,6 +41,7 @@ export function createHubApp(hub: Hub, ops: Op[], opts: AppOptions = {}): Fastif
     schemaController: { compilersFactory: { buildValidator: noSchemas, buildSerializer: noSchemas } },
   });
   const counts = new Map<string, number>();
+  cutFreshConnectionsOnClose(app);
 
   // JSON only; an empty body is `{}`, malformed JSON or JSON nested deeper than MAX_JSON_DEPTH is
   // bad_request (checked on the text, before anything recursive runs on it).
@@ -184,4 +186,20 @@ function passwordMetrics(s: PasswordGateStats): string[] {
     '# TYPE svc_hub_password_checks_refused_total counter',
     `svc_hub_password_checks_refused_total ${s.refused}`,
   ];
+}
+
+/**
+ * A connection that has sent nothing yet (a browser's preconnection, a client's spare) is cut when the
+ * hub stops: Node does not count it idle, so it would otherwise hold the server's close until the
+ * shutdown's grace period ends. Connections that sent a request (or opened a tunnel) keep the grace.
+ */
+function cutFreshConnectionsOnClose(app: FastifyInstance): void {
+  const open = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  });
+  app.addHook('preClose', async () => {
+    for (const socket of open) if (socket.bytesRead === 0) socket.destroy();
+  });
 }

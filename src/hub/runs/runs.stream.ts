@@ -200,6 +200,7 @@ function start(
     'cache-control': 'no-cache, no-transform',
     'x-accel-buffering': 'no',
     'x-content-type-options': 'nosniff',
+    connection: 'close',
   });
   res.write(`retry: 1000\n\n`);
   let ended = false;
