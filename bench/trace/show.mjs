@@ -5,6 +5,8 @@
 //                                            (default: every file), each with its time from the request
 //   node bench/trace/show.mjs statements PID  each statement of one process: count, total ms, rows
 //                                            per read (SQLite), text
+//   node bench/trace/show.mjs trips PID RUNS  one process's PostgreSQL round trips (a pipeline is one)
+//                                            and statements per run, by the statements they carry
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -50,7 +52,31 @@ if (what === 'run') {
     const rows = c.reads ? (c.rows / c.reads).toFixed(1) : '';
     console.log(`${String(c.n).padStart(7)} ${c.ms.toFixed(1).padStart(9)} ms ${rows.padStart(6)}  ${text}`);
   }
+} else if (what === 'trips') {
+  const [pid, runs] = rest;
+  const per = (n) => (n / Number(runs)).toFixed(2);
+  const shapes = new Map();
+  let trips = 0;
+  let statements = 0;
+  for (const [, kind, , , text] of stampsOf(pid)) {
+    if (kind !== 'pg') continue;
+    const parts = text.startsWith('pipeline ') ? text.slice('pipeline '.length).split(' | ') : [text];
+    trips++;
+    statements += parts.length;
+    const shape = parts.map((p) => p.replace('/* with next */ ', '').slice(0, 28)).join(' | ');
+    const c = shapes.get(shape) ?? { trips: 0, statements: 0 };
+    c.trips++;
+    c.statements += parts.length;
+    shapes.set(shape, c);
+  }
+  console.log(
+    `${per(trips)} round trips and ${per(statements)} statements per run (${trips} and ${statements})`,
+  );
+  console.log(' trips/run  statements  shape');
+  for (const [shape, c] of [...shapes].sort((a, b) => b[1].trips - a[1].trips).slice(0, 25)) {
+    console.log(`${per(c.trips).padStart(10)} ${String(c.statements).padStart(11)}  ${shape.slice(0, 120)}`);
+  }
 } else {
-  console.error('usage: show.mjs run N [PID…] | show.mjs statements PID');
+  console.error('usage: show.mjs run N [PID…] | show.mjs statements PID | show.mjs trips PID RUNS');
   process.exit(2);
 }
