@@ -114,14 +114,21 @@ export async function historyAfter(
   afterId: string,
   limit: number | null,
 ): Promise<{ id: string; entry: HistoryOut }[]> {
-  const rows = await db
+  return historyEntries(await historyAfterQuery(db, runId, afterId, limit).execute());
+}
+
+/** `historyAfter`'s statement, to send with others (src/db/together.ts); `historyEntries` reads its rows. */
+export function historyAfterQuery(db: Kysely<DB>, runId: string, afterId: string, limit: number | null) {
+  return db
     .selectFrom('run_history')
     .selectAll()
     .where('run_id', '=', runId)
     .$if(afterId !== '', (q) => q.where('id', '>', afterId))
     .orderBy('id')
-    .$if(limit !== null, (q) => q.limit(limit!))
-    .execute();
+    .$if(limit !== null, (q) => q.limit(limit!));
+}
+
+export function historyEntries(rows: readonly RunHistoryTable[]): { id: string; entry: HistoryOut }[] {
   return rows.map((r) => ({ id: r.id, entry: historyOut(r) }));
 }
 

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../../db/index.js';
-import { allColumns, oneOf, prepared } from '../../db/prepared.js';
+import { allColumns, oneOf, prepared, preparedQuery } from '../../db/prepared.js';
 import type { DaemonsTable, RunsTable } from '../../db/schema.js';
 import { groupCallsPer } from '../../shared/group-calls.js';
 
@@ -63,12 +63,13 @@ export const OF_RUNS = RUN_COLUMNS.map(
   (c) => `runs.${c}` as const,
 ) as `runs.${(typeof RUN_COLUMNS)[number]}`[];
 
-const byId = prepared((db: Kysely<DB>, runId: string) =>
+/** A run by id, compiled once; as a statement to send with others (src/db/together.ts) too. */
+export const runByIdQuery = preparedQuery((db: Kysely<DB>, runId: string) =>
   db.selectFrom('runs').select(RUN_COLUMNS).where('run_id', '=', runId),
 );
 
 export async function loadRun(db: Kysely<DB>, runId: string): Promise<RunsTable | undefined> {
-  return (await byId(db, runId))[0];
+  return (await runByIdQuery(db, runId).execute())[0] as RunsTable | undefined;
 }
 
 const byIds = prepared((db: Kysely<DB>, runIds: string[]) =>

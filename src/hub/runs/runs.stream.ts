@@ -2,18 +2,25 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { isPostgres } from '../../db/index.js';
-import type { RunsTable } from '../../db/schema.js';
+import type { RunHistoryTable, RunsTable } from '../../db/schema.js';
+import { together } from '../../db/together.js';
 import { isTerminal } from '../../shared/api/run-states.js';
 import { AppError } from '../../shared/errors.js';
 import { requireRealm } from '../access/access.service.js';
 import { authenticate } from '../auth/authenticate.js';
 import { LOGGED, type RunChange, runFeed } from '../cluster/bus.js';
 import type { Hub } from '../context.js';
-import { historyAfter, realmChangesAfter, realmChangesWithRuns } from './history.repo.js';
+import {
+  historyAfterQuery,
+  historyEntries,
+  realmChangesAfter,
+  realmChangesWithRuns,
+} from './history.repo.js';
 import { logLinesAfter } from './logs.repo.js';
 import { showRun, visibleRun } from './read.service.js';
 import { realmChanges, SETTLE_MS } from './realm-changes.js';
-import { loadRun, loadRuns } from './runs.repo.js';
+import { runByIdQuery } from './run-read.repo.js';
+import { loadRuns } from './runs.repo.js';
 
 /**
  * Live updates as server-sent events (CONTRACT.md §14):
@@ -69,19 +76,25 @@ export function registerRunStreams(app: FastifyInstance, hub: Hub): void {
       const { logs: readLogs, facts: readFacts } = touched;
       touched.logs = touched.facts = false;
       let more = false;
-      // A history entry comes with every change of the run's state, phase or pending control.
+      // A history entry comes with every change of the run's state, phase or pending control: the
+      // entries and the run are read together (one round trip on PostgreSQL).
+      let run: RunsTable | undefined;
       if (all || readFacts) {
-        const history = await historyAfter(hub.db, run_id, cursor.history, BATCH);
+        const [entries, runs] = await together(hub.db, [
+          historyAfterQuery(hub.db, run_id, cursor.history, BATCH),
+          runByIdQuery(hub.db, run_id),
+        ]);
+        const history = historyEntries(entries as RunHistoryTable[]);
         for (const h of history) {
           cursor = { ...cursor, history: h.id };
           s.event('history', encodeRunCursor(cursor), h.entry);
         }
         more = history.length === BATCH;
+        run = (runs as RunsTable[])[0];
+        if (!run) return false;
+        state = run.state;
       }
       // Log lines alone change nothing else. Once the run has ended they are all read.
-      const run = all || readFacts ? await loadRun(hub.db, run_id) : undefined;
-      if (run === undefined && (all || readFacts)) return false;
-      if (run) state = run.state;
       if (all || readLogs || (state !== null && isTerminal(state))) {
         const logs = await logLinesAfter(hub.db, run_id, cursor.log, BATCH);
         for (const l of logs) {
