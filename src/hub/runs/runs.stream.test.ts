@@ -8,6 +8,8 @@ import { countingQueries, hubWithTeam } from '../../../test/helpers/runs.js';
 import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import type { World } from '../../../test/helpers/world.js';
 import { followEvents, type StreamEvent, StreamRefused } from '../../shared/api/event-stream.js';
+import { LOGGED, notifyRunLogged, runFeed } from '../cluster/bus.js';
+import { inTx } from '../daemons/commands.js';
 import type { OfferJobBody } from './dispatch.service.js';
 import { addHistory, realmChangesQuery } from './history.repo.js';
 import { loadRun } from './runs.repo.js';
@@ -224,6 +226,58 @@ describe('live updates: run and realm event streams', () => {
       controller.abort();
       await Promise.allSettled([realm, runFollowed]);
     }
+  });
+
+  it("tells a run's change with the history entry it wrote (on PostgreSQL once per transaction), its logs as such", async () => {
+    const hub = h.running.hub;
+    const postgres = hub.dialect === 'postgres';
+    const { runId, report } = await startedRun();
+    const run = (await loadRun(hub.db, runId))!;
+    // Notices come in the order their transactions commit: the second transaction's comes last.
+    const told: (string | undefined)[] = [];
+    let logged!: () => void;
+    const last = new Promise<void>((resolve) => (logged = resolve));
+    let logs = 0;
+    const onChange = (_realm: string, changed: string, what: string | undefined) => {
+      if (changed !== runId) return;
+      told.push(what);
+      if (what === LOGGED && ++logs === (postgres ? 1 : 2)) logged();
+    };
+    runFeed.on('change', onChange);
+    try {
+      await inTx(hub, async (tx) => {
+        await addHistory(tx.db, hub, run, 'running', { type: 'run.note' });
+        await addHistory(tx.db, hub, run, 'running', { type: 'run.note' });
+        await notifyRunLogged(tx.db, [run]);
+      });
+      await inTx(hub, (tx) => notifyRunLogged(tx.db, [run]));
+      await last;
+    } finally {
+      runFeed.off('change', onChange);
+    }
+    const notes = (
+      await hub.db
+        .selectFrom('run_history')
+        .select('id')
+        .where('run_id', '=', runId)
+        .where('type', '=', 'run.note')
+        .orderBy('id')
+        .execute()
+    ).map((r) => r.id);
+    assert.equal(notes.length, 2);
+    // The run's start may still be told as the listening begins: only this test's notices count.
+    const ours = told.filter((what) => what === LOGGED || notes.includes(what!));
+    if (postgres) {
+      assert.deepEqual(
+        ours,
+        [notes[0], LOGGED],
+        'one notice per transaction: its first entry, then the logs',
+      );
+    } else {
+      // SQLite tells each write as it is made, in this process: nothing to save there.
+      assert.deepEqual(ours, [notes[0], notes[1], LOGGED, LOGGED]);
+    }
+    await report('succeeded');
   });
 
   it('a realm stream reads the changes after its cursor by an index, not by walking the realm’s runs', async (t) => {
