@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { WebSocket } from 'ws';
+import type { Hub } from '../../src/hub/context.js';
 import type { AckFrame, HelloFrame, HubFrame } from '../../src/shared/protocol.js';
 
 /**
@@ -70,6 +71,35 @@ export async function connectDaemon(
       await closed;
     },
   };
+}
+
+/** `connectDaemon`, resolved once the hub holds the daemon online. */
+export async function onlineDaemon(hub: Hub, hubUrl: string, token: string): Promise<TunnelClient> {
+  const online = once(hub.tunnel.events, 'connected');
+  const client = await connectDaemon(hubUrl, token);
+  await online;
+  return client;
+}
+
+/** Closes the daemon's tunnel and waits until the hub has taken it offline. */
+export async function closeOnline(hub: Hub, client: TunnelClient): Promise<void> {
+  const offline = once(hub.tunnel.events, 'disconnected');
+  await client.close();
+  await offline;
+}
+
+/**
+ * The next command at `path` for the run, past the others. Each is acked, as the daemon would;
+ * the one found only when `ack` (the default).
+ */
+export async function commandFor(client: TunnelClient, path: string, runId: string, ack = true) {
+  for (;;) {
+    const c = await client.next('command', 15_000);
+    const body = c.body as { run_id?: string; payload?: { run_id?: string } };
+    const found = c.path === path && (body.run_id ?? body.payload?.run_id) === runId;
+    if (ack || !found) client.ack(c.tx_id);
+    if (found) return c;
+  }
 }
 
 /** Tries to open the tunnel and returns the HTTP reply that refused it. */

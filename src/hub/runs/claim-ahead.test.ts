@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { post, type TestHub } from '../../../test/helpers/hub.js';
 import { historyTypes, hubWithTeam } from '../../../test/helpers/runs.js';
-import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
+import { commandFor, onlineDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import type { World } from '../../../test/helpers/world.js';
 import { isPostgres } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
@@ -46,12 +45,7 @@ describe('claims made ahead of their answer', () => {
     return taken;
   }
 
-  async function connected(hub: Hub, url: string): Promise<TunnelClient> {
-    const online = once(hub.tunnel.events, 'connected');
-    const client = await connectDaemon(url, w.tokens.realm_token!);
-    await online;
-    return client;
-  }
+  const connected = (hub: Hub, url: string) => onlineDaemon(hub, url, w.tokens.realm_token!);
 
   /** A new run, and the item of the offer `client` got for it. */
   async function offered(client: TunnelClient): Promise<{ runId: string; itemId: string }> {
@@ -61,14 +55,7 @@ describe('claims made ahead of their answer', () => {
   }
 
   /** The next command at `path` for the run (acked, as the daemon would), past the others. */
-  async function commandOf(client: TunnelClient, path: string, runId: string) {
-    for (;;) {
-      const c = await client.next('command');
-      client.ack(c.tx_id);
-      const body = c.body as { run_id?: string; payload?: { run_id?: string } };
-      if (c.path === path && (body.run_id ?? body.payload?.run_id) === runId) return c;
-    }
-  }
+  const commandOf = (client: TunnelClient, path: string, runId: string) => commandFor(client, path, runId);
 
   const claim = (url: string, itemId: string) =>
     post(`${url}/v1/queue/claim`, { queue_item_id: itemId, daemon_id: w.daemonId }, w.tokens.realm_token);

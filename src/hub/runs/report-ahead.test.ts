@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { post, type TestHub } from '../../../test/helpers/hub.js';
 import { countingQueries, historyTypes, hubWithTeam } from '../../../test/helpers/runs.js';
-import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
+import {
+  closeOnline,
+  commandFor,
+  onlineDaemon,
+  type TunnelClient,
+} from '../../../test/helpers/tunnel-client.js';
 import type { World } from '../../../test/helpers/world.js';
 import { isPostgres } from '../../db/index.js';
 import type { RunsTable } from '../../db/schema.js';
@@ -24,14 +28,10 @@ describe('reports applied from the row as written', () => {
   const postgres = () => isPostgres(h.running.hub.db);
   before(async () => {
     ({ h, w } = await hubWithTeam('solo', { config: { runRedispatchMs: 3_600_000 } }));
-    const online = once(h.running.hub.tunnel.events, 'connected');
-    d = await connectDaemon(h.url, w.tokens.realm_token!);
-    await online;
+    d = await onlineDaemon(h.running.hub, h.url, w.tokens.realm_token!);
   });
   after(async () => {
-    const offline = once(h.running.hub.tunnel.events, 'disconnected');
-    await d.close();
-    await offline;
+    await closeOnline(h.running.hub, d);
     await h.close();
   });
 
@@ -48,16 +48,7 @@ describe('reports applied from the row as written', () => {
     return taken;
   }
 
-  /** The next command at `path` for the run, past the others; acked, as the daemon would, unless told. */
-  async function commandOf(path: string, runId: string, ack = true) {
-    for (;;) {
-      const c = await d.next('command', 15_000);
-      const body = c.body as { run_id?: string; payload?: { run_id?: string } };
-      const found = c.path === path && (body.run_id ?? body.payload?.run_id) === runId;
-      if (ack || !found) d.ack(c.tx_id);
-      if (found) return c;
-    }
-  }
+  const commandOf = (path: string, runId: string, ack = true) => commandFor(d, path, runId, ack);
 
   /** A run claimed by the daemon; `report` posts its reports with the lease epoch it won. */
   async function claimedRun() {

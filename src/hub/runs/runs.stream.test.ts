@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { CompiledQuery } from 'kysely';
 import { post, type TestHub } from '../../../test/helpers/hub.js';
 import { countingQueries, hubWithTeam } from '../../../test/helpers/runs.js';
-import { connectDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
+import { closeOnline, onlineDaemon, type TunnelClient } from '../../../test/helpers/tunnel-client.js';
 import type { World } from '../../../test/helpers/world.js';
 import { followEvents, type StreamEvent, StreamRefused } from '../../shared/api/event-stream.js';
 import { LOGGED, notifyRunLogged, runFeed } from '../cluster/bus.js';
@@ -21,14 +21,10 @@ describe('live updates: run and realm event streams', () => {
   before(async () => {
     // Changes must be pushed to the streams: their fallback read would come only after an hour.
     ({ h, w } = await hubWithTeam('solo', { config: { streamPollMs: 3_600_000 } }));
-    const online = once(h.running.hub.tunnel.events, 'connected');
-    d = await connectDaemon(h.url, w.tokens.realm_token!);
-    await online;
+    d = await onlineDaemon(h.running.hub, h.url, w.tokens.realm_token!);
   });
   after(async () => {
-    const offline = once(h.running.hub.tunnel.events, 'disconnected');
-    await d.close();
-    await offline;
+    await closeOnline(h.running.hub, d);
     await h.close();
   });
 
