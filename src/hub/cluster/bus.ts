@@ -234,7 +234,7 @@ function runNotices(runs: readonly ChangedRun[]): Notice[] {
   return [...first].map(([key, entry]) => ({ channel: RUNS_CHANNEL, payload: `${key} ${entry ?? LOGGED}` }));
 }
 
-/** The notices of a transaction, those of one run merged into one (`runNotices`). */
+/** The notices a transaction kept, those of one run merged into one (`runNotices`). */
 function mergedNotices(notices: readonly Notice[]): readonly Notice[] {
   const runs = notices.filter((n) => n.channel === RUNS_CHANNEL);
   if (runs.length < 2) return notices;
@@ -269,7 +269,7 @@ export async function flushWrites(trx: Kysely<any>): Promise<void> {
   const k = kept.get(trx);
   if (!k) return;
   kept.delete(trx);
-  await send(trx, k.writes, k.notices, WITH_NEXT);
+  await send(trx, k.writes, mergedNotices(k.notices), WITH_NEXT);
 }
 
 /**
@@ -291,7 +291,9 @@ export async function writeThenNotify(
   // A transaction that writes a great deal (a sweep over hundreds of runs) makes what it kept into
   // statements of a bounded size, well under PostgreSQL's limit of parameters per statement; they all
   // leave with the commit.
-  if (k.writes.length >= MAX_KEPT_WRITES) await send(db, k.writes.splice(0), k.notices.splice(0), WITH_NEXT);
+  if (k.writes.length >= MAX_KEPT_WRITES) {
+    await send(db, k.writes.splice(0), mergedNotices(k.notices.splice(0)), WITH_NEXT);
+  }
 }
 
 /**
@@ -372,10 +374,9 @@ async function send(
   // biome-ignore lint/suspicious/noExplicitAny: works for any schema
   db: Kysely<any>,
   writes: readonly Write[],
-  given: readonly Notice[],
+  notices: readonly Notice[],
   prefix = '',
 ): Promise<void> {
-  const notices = mergedNotices(given);
   if (!isPostgres(db)) {
     for (const w of writes) await w.execute();
     const changes = notices.filter((n) => n.channel === RUNS_CHANNEL);
